@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Idempotent set-up on a fresh Debian 12 machine: Debian packages, ONNX Runtime
+# 1.30 (library and C API headers) from npm into third_party/ (git-ignored).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+packages=(build-essential cmake ninja-build libgtest-dev nlohmann-json3-dev
+          libcli11-dev libfmt-dev libonnx-testdata)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+
+ort="$root/third_party/onnxruntime"
+if [ ! -f "$ort/lib/libonnxruntime.so.1" ] || [ ! -f "$ort/include/onnxruntime_ep_c_api.h" ]; then
+  command -v npm >/dev/null || { echo "setup: npm is required to fetch ONNX Runtime" >&2; exit 1; }
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$tmp" && npm pack --silent onnxruntime-node@1.30.0 com.github.asus4.onnxruntime@0.4.9 >/dev/null)
+  mkdir -p "$ort/lib" "$ort/include"
+  tar -xzf "$tmp"/onnxruntime-node-1.30.0.tgz -C "$tmp" package/bin/napi-v6/linux/x64/libonnxruntime.so.1
+  cp "$tmp"/package/bin/napi-v6/linux/x64/libonnxruntime.so.1 "$ort/lib/"
+  ln -sf libonnxruntime.so.1 "$ort/lib/libonnxruntime.so"
+  rm -rf "$tmp/package"
+  headers="package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64_x86_64-simulator/onnxruntime.framework/Headers"
+  tar -xzf "$tmp"/com.github.asus4.onnxruntime-0.4.9.tgz -C "$tmp" "$headers"
+  cp "$tmp/$headers"/*.h "$ort/include/"
+fi
+echo "setup: ok (ONNX Runtime in $ort)"

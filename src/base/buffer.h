@@ -1,0 +1,34 @@
+#pragma once
+// 64-byte aligned heap buffers: the arena behind a plan and owned tensor storage.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace ember {
+
+inline constexpr size_t kAlignment = 64;
+
+inline size_t align_up(size_t n, size_t a = kAlignment) { return (n + a - 1) / a * a; }
+
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(size_t bytes) { resize(bytes); }
+  AlignedBuffer(AlignedBuffer&&) noexcept = default;
+  AlignedBuffer& operator=(AlignedBuffer&&) noexcept = default;
+
+  // Discards the contents when it has to grow.
+  void resize(size_t bytes);
+  void* data() { return data_.get(); }
+  const void* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(void* p) const;
+  };
+  std::unique_ptr<void, Free> data_;
+  size_t size_ = 0;
+};
+
+}  // namespace ember

@@ -1,0 +1,107 @@
+#include "base/dtype.h"
+
+namespace ember {
+
+uint16_t Float16::from_float(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {  // Inf or NaN
+    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u | ((abs >> 13) & 0x3ffu) : 0u));
+  }
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to Inf
+  if (abs < 0x38800000u) {  // subnormal half (or zero): round to nearest even on the shifted mantissa
+    if (abs < 0x33000000u) return static_cast<uint16_t>(sign);
+    uint32_t exp = abs >> 23;
+    uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126 - exp;  // 14 + (112 - exp) + ...: shift so that result is in units of 2^-24
+    uint32_t half = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1);
+    uint32_t mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1u))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t h = ((abs - 0x38000000u) >> 13);
+  uint32_t rem = abs & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+
+float Float16::to_float(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalize
+      exp = 113;
+      while (!(mant & 0x400u)) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::kF32: case DType::kI32: case DType::kU32: return 4;
+    case DType::kF64: case DType::kI64: case DType::kU64: return 8;
+    case DType::kF16: case DType::kBF16: case DType::kI16: case DType::kU16: return 2;
+    case DType::kI8: case DType::kU8: case DType::kBool: return 1;
+    case DType::kUndefined: case DType::kString: return 0;
+  }
+  return 0;
+}
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::kF32: return "float32";
+    case DType::kF64: return "float64";
+    case DType::kF16: return "float16";
+    case DType::kBF16: return "bfloat16";
+    case DType::kI8: return "int8";
+    case DType::kI16: return "int16";
+    case DType::kI32: return "int32";
+    case DType::kI64: return "int64";
+    case DType::kU8: return "uint8";
+    case DType::kU16: return "uint16";
+    case DType::kU32: return "uint32";
+    case DType::kU64: return "uint64";
+    case DType::kBool: return "bool";
+    case DType::kString: return "string";
+    case DType::kUndefined: return "undefined";
+  }
+  return "unknown";
+}
+
+bool dtype_is_float(DType t) {
+  return t == DType::kF32 || t == DType::kF64 || t == DType::kF16 || t == DType::kBF16;
+}
+bool dtype_is_signed_int(DType t) {
+  return t == DType::kI8 || t == DType::kI16 || t == DType::kI32 || t == DType::kI64;
+}
+bool dtype_is_unsigned_int(DType t) {
+  return t == DType::kU8 || t == DType::kU16 || t == DType::kU32 || t == DType::kU64;
+}
+bool dtype_is_known(int32_t onnx_type) {
+  switch (onnx_type) {
+    case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 9: case 10: case 11: case 12: case 13: case 16:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace ember

@@ -1,0 +1,127 @@
+#pragma once
+// Element types. Values are ONNX TensorProto.DataType numbers so the loader maps
+// them directly.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+namespace ember {
+
+enum class DType : int32_t {
+  kUndefined = 0,
+  kF32 = 1,
+  kU8 = 2,
+  kI8 = 3,
+  kU16 = 4,
+  kI16 = 5,
+  kI32 = 6,
+  kI64 = 7,
+  kString = 8,
+  kBool = 9,
+  kF16 = 10,
+  kF64 = 11,
+  kU32 = 12,
+  kU64 = 13,
+  kBF16 = 16,
+};
+
+// IEEE 754 binary16, stored as bits.
+struct Float16 {
+  uint16_t bits = 0;
+  Float16() = default;
+  explicit Float16(float f) : bits(from_float(f)) {}
+  operator float() const { return to_float(bits); }
+  static uint16_t from_float(float f);
+  static float to_float(uint16_t h);
+};
+
+// bfloat16: the top half of an f32; conversion rounds to nearest even.
+struct BFloat16 {
+  uint16_t bits = 0;
+  BFloat16() = default;
+  explicit BFloat16(float f) : bits(from_float(f)) {}
+  operator float() const { return to_float(bits); }
+  static uint16_t from_float(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // quiet NaN
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return static_cast<uint16_t>(u >> 16);
+  }
+  static float to_float(uint16_t b) {
+    uint32_t u = static_cast<uint32_t>(b) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+};
+
+size_t dtype_size(DType t);  // 0 for kUndefined and kString
+std::string_view dtype_name(DType t);  // "float32", "int64", ...
+bool dtype_is_float(DType t);
+bool dtype_is_signed_int(DType t);
+bool dtype_is_unsigned_int(DType t);
+inline bool dtype_is_int(DType t) { return dtype_is_signed_int(t) || dtype_is_unsigned_int(t); }
+bool dtype_is_known(int32_t onnx_type);  // a type Ember can hold in a Tensor
+
+template <typename T> struct DTypeOf;
+template <> struct DTypeOf<float> { static constexpr DType value = DType::kF32; };
+template <> struct DTypeOf<double> { static constexpr DType value = DType::kF64; };
+template <> struct DTypeOf<Float16> { static constexpr DType value = DType::kF16; };
+template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::kBF16; };
+template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::kI8; };
+template <> struct DTypeOf<int16_t> { static constexpr DType value = DType::kI16; };
+template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kI32; };
+template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kI64; };
+template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::kU8; };
+template <> struct DTypeOf<uint16_t> { static constexpr DType value = DType::kU16; };
+template <> struct DTypeOf<uint32_t> { static constexpr DType value = DType::kU32; };
+template <> struct DTypeOf<uint64_t> { static constexpr DType value = DType::kU64; };
+template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
+template <typename T> inline constexpr DType dtype_of = DTypeOf<T>::value;
+
+// The type arithmetic is done in: f16/bf16 compute in f32, everything else in itself.
+template <typename T> struct ComputeType { using type = T; };
+template <> struct ComputeType<Float16> { using type = float; };
+template <> struct ComputeType<BFloat16> { using type = float; };
+template <typename T> using compute_t = typename ComputeType<T>::type;
+
+}  // namespace ember
+
+// Dispatch on a runtime DType to a body templated on the C++ type `T`:
+//   EMBER_SWITCH_ALL(dtype, T, { run<T>(...); }, return not_implemented(...));
+#define EMBER_DTYPE_CASE(enum_value, ctype, T, ...) \
+  case ::ember::DType::enum_value: {                \
+    using T = ctype;                                \
+    __VA_ARGS__;                                    \
+    break;                                          \
+  }
+#define EMBER_FLOAT_CASES(T, ...)                       \
+  EMBER_DTYPE_CASE(kF32, float, T, __VA_ARGS__)         \
+  EMBER_DTYPE_CASE(kF64, double, T, __VA_ARGS__)        \
+  EMBER_DTYPE_CASE(kF16, ::ember::Float16, T, __VA_ARGS__) \
+  EMBER_DTYPE_CASE(kBF16, ::ember::BFloat16, T, __VA_ARGS__)
+#define EMBER_SIGNED_INT_CASES(T, ...)            \
+  EMBER_DTYPE_CASE(kI8, int8_t, T, __VA_ARGS__)   \
+  EMBER_DTYPE_CASE(kI16, int16_t, T, __VA_ARGS__) \
+  EMBER_DTYPE_CASE(kI32, int32_t, T, __VA_ARGS__) \
+  EMBER_DTYPE_CASE(kI64, int64_t, T, __VA_ARGS__)
+#define EMBER_UNSIGNED_INT_CASES(T, ...)           \
+  EMBER_DTYPE_CASE(kU8, uint8_t, T, __VA_ARGS__)   \
+  EMBER_DTYPE_CASE(kU16, uint16_t, T, __VA_ARGS__) \
+  EMBER_DTYPE_CASE(kU32, uint32_t, T, __VA_ARGS__) \
+  EMBER_DTYPE_CASE(kU64, uint64_t, T, __VA_ARGS__)
+#define EMBER_INT_CASES(T, ...) EMBER_SIGNED_INT_CASES(T, __VA_ARGS__) EMBER_UNSIGNED_INT_CASES(T, __VA_ARGS__)
+#define EMBER_NUMERIC_CASES(T, ...) EMBER_FLOAT_CASES(T, __VA_ARGS__) EMBER_INT_CASES(T, __VA_ARGS__)
+#define EMBER_ALL_CASES(T, ...) EMBER_NUMERIC_CASES(T, __VA_ARGS__) EMBER_DTYPE_CASE(kBool, bool, T, __VA_ARGS__)
+
+#define EMBER_SWITCH(dtype, CASES, T, body, fallback) \
+  switch (dtype) {                                    \
+    CASES(T, body)                                    \
+    default: fallback;                                \
+  }
+#define EMBER_SWITCH_FLOAT(dtype, T, body, fallback) EMBER_SWITCH(dtype, EMBER_FLOAT_CASES, T, body, fallback)
+#define EMBER_SWITCH_INT(dtype, T, body, fallback) EMBER_SWITCH(dtype, EMBER_INT_CASES, T, body, fallback)
+#define EMBER_SWITCH_NUMERIC(dtype, T, body, fallback) EMBER_SWITCH(dtype, EMBER_NUMERIC_CASES, T, body, fallback)
+#define EMBER_SWITCH_ALL(dtype, T, body, fallback) EMBER_SWITCH(dtype, EMBER_ALL_CASES, T, body, fallback)

@@ -1,0 +1,71 @@
+#include "base/tensor.h"
+
+#include <cstring>
+
+#include "base/buffer.h"
+
+namespace ember {
+
+int64_t shape_numel(std::span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_to_string(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+Shape contiguous_strides(std::span<const int64_t> shape) {
+  Shape strides(shape.size(), 1);
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+Tensor Tensor::allocate(DType dtype, Shape shape) {
+  size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  auto buffer = std::make_shared<AlignedBuffer>(bytes);
+  std::memset(buffer->data(), 0, bytes);
+  void* p = buffer->data();
+  return Tensor(dtype, std::move(shape), p, std::shared_ptr<const void>(buffer, buffer->data()));
+}
+
+Tensor Tensor::clone() const {
+  Tensor t = allocate(dtype_, shape_);
+  if (nbytes()) std::memcpy(t.data(), data_, nbytes());
+  return t;
+}
+
+std::string Tensor::describe() const { return std::string(dtype_name(dtype_)) + shape_to_string(shape_); }
+
+int64_t read_int(const Tensor& t, int64_t i) {
+  EMBER_SWITCH_INT(t.dtype(), T, return static_cast<int64_t>(t.data_as<T>()[i]),
+                   if (t.dtype() == DType::kBool) return t.data_as<bool>()[i] ? 1 : 0;
+                   return static_cast<int64_t>(read_double(t, i)));
+  return 0;
+}
+
+Result<Shape> read_ints(const Tensor& t, std::string_view what) {
+  if (!dtype_is_int(t.dtype())) return invalid_argument("{} must be an integer tensor, got {}", what, t.describe());
+  if (t.rank() > 1) return invalid_argument("{} must be 0-D or 1-D, got {}", what, t.describe());
+  Shape out(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) out[static_cast<size_t>(i)] = read_int(t, i);
+  return out;
+}
+
+double read_double(const Tensor& t, int64_t i) {
+  EMBER_SWITCH_ALL(t.dtype(), T, return static_cast<double>(static_cast<compute_t<T>>(t.data_as<T>()[i])),
+                   return 0.0);
+  return 0.0;
+}
+
+}  // namespace ember

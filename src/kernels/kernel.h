@@ -1,0 +1,93 @@
+#pragma once
+// The op-object boundary: an OpKernel is built once per node (validating
+// attributes), infers output types and shapes, and runs on preplanned buffers.
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "base/tensor.h"
+#include "ir/graph.h"
+
+namespace ember::kernels {
+
+// A subgraph (the branch of an If) compiled by the runtime. The kernel passes the
+// values of the subgraph's outer_refs, in order, and receives owned outputs.
+class CompiledSubgraph {
+ public:
+  virtual ~CompiledSubgraph() = default;
+  virtual Status run(std::span<const Tensor* const> outer_values, std::vector<Tensor>& outputs) const = 0;
+};
+
+class SubgraphCompiler {
+ public:
+  virtual ~SubgraphCompiler() = default;
+  virtual Result<std::unique_ptr<CompiledSubgraph>> compile(std::shared_ptr<const ir::Graph> graph) = 0;
+};
+
+// What a kernel factory sees of its node at session creation.
+struct KernelInit {
+  const ir::Node& node;
+  // dtype of each input (kUndefined for an omitted optional one).
+  std::span<const DType> input_dtypes;
+  // Constant value of each input, or nullptr when it is computed at run time.
+  std::span<const Tensor* const> constant_inputs;
+  SubgraphCompiler* subgraphs = nullptr;
+};
+
+// The view of one node's inputs and outputs, used for both infer() and run().
+// In infer(), inputs carry dtype and shape, and data only when the value is known
+// (constant or derived from shapes); outputs receive dtype and shape. In run(),
+// every input has data, and outputs have shape, dtype and a buffer to fill.
+class KernelContext {
+ public:
+  KernelContext(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs)
+      : inputs_(inputs), outputs_(outputs) {}
+
+  size_t num_inputs() const { return inputs_.size(); }
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+  const Tensor& input(size_t i) const { return *inputs_[i]; }
+  // The input's value is available (always true in run()).
+  bool has_value(size_t i) const { return has_input(i) && inputs_[i]->data() != nullptr; }
+
+  size_t num_outputs() const { return outputs_.size(); }
+  bool has_output(size_t i) const { return i < outputs_.size() && outputs_[i] != nullptr; }
+  Tensor& output(size_t i) { return *outputs_[i]; }
+  // Sets an output's type in infer(); a no-op for omitted optional outputs.
+  void set_output(size_t i, DType dtype, Shape shape) {
+    if (has_output(i)) {
+      outputs_[i]->set_dtype(dtype);
+      outputs_[i]->set_shape(std::move(shape));
+    }
+  }
+
+ private:
+  std::span<const Tensor* const> inputs_;
+  std::span<Tensor* const> outputs_;
+};
+
+// Status returned by infer() when an output shape depends on the value of input
+// `i` and that value is not known yet; the runtime then infers again at run time.
+Status needs_value(size_t input_index);
+bool is_needs_value(const Status& s);
+
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  virtual Status infer(KernelContext& ctx) const = 0;
+  virtual Status run(KernelContext& ctx) const = 0;
+
+  // Output 0 may be written into the buffer of input `k` (same byte size,
+  // elementwise-safe), or -1.
+  virtual int inplace_input() const { return -1; }
+  // Output 0 is input 0's bytes under a new shape (Reshape, Squeeze, ...): the
+  // runtime makes it a view and never calls run().
+  virtual bool is_view() const { return false; }
+  // The kernel allocates its outputs in run() (shape known only after running,
+  // e.g. If): the runtime passes outputs with dtype set and no buffer.
+  virtual bool allocates_outputs() const { return false; }
+};
+
+using KernelFactory = Result<std::unique_ptr<OpKernel>> (*)(const KernelInit&);
+
+}  // namespace ember::kernels

@@ -1,0 +1,75 @@
+#include "kernels/registry.h"
+
+#include <cstring>
+
+namespace ember::kernels {
+
+const OpRegistry& OpRegistry::instance() {
+  static const OpRegistry registry = [] {
+    OpRegistry r;
+    register_elementwise_ops(r);
+    register_tensor_ops(r);
+    register_gather_scatter_ops(r);
+    register_reduce_ops(r);
+    register_matmul_ops(r);
+    register_norm_ops(r);
+    register_control_ops(r);
+    return r;
+  }();
+  return registry;
+}
+
+const OpEntry* OpRegistry::find(std::string_view domain, std::string_view op_type, int opset) const {
+  for (const OpEntry& e : entries_) {
+    if (e.domain == domain && e.op_type == op_type && e.since_version <= opset && opset <= e.until_version) return &e;
+  }
+  return nullptr;
+}
+
+bool OpRegistry::knows(std::string_view domain, std::string_view op_type) const {
+  for (const OpEntry& e : entries_) {
+    if (e.domain == domain && e.op_type == op_type) return true;
+  }
+  return false;
+}
+
+Status needs_value(size_t input_index) {
+  return Status(StatusCode::kNotFound, fmt::format("the value of input {} is needed to infer the output shape", input_index));
+}
+bool is_needs_value(const Status& s) { return s.code() == StatusCode::kNotFound; }
+
+Result<std::unique_ptr<OpKernel>> create_kernel(const KernelInit& init) {
+  const ir::Node& node = init.node;
+  const OpEntry* e = OpRegistry::instance().find(node.domain, node.op_type, node.opset);
+  if (!e) {
+    if (OpRegistry::instance().knows(node.domain, node.op_type)) {
+      return not_implemented("{}: opset {} of this op is not supported", node.label(), node.opset);
+    }
+    return not_implemented("{}: unsupported op", node.label());
+  }
+  auto kernel = e->create(init);
+  if (!kernel.is_ok()) return kernel.status().with_context(node.label() + ": ");
+  return kernel;
+}
+
+Result<std::vector<Tensor>> evaluate(const OpKernel& kernel, std::span<const Tensor* const> inputs,
+                                     size_t num_outputs) {
+  std::vector<Tensor> outputs(num_outputs);
+  std::vector<Tensor*> out_ptrs(num_outputs);
+  for (size_t i = 0; i < num_outputs; ++i) out_ptrs[i] = &outputs[i];
+  KernelContext ctx(inputs, out_ptrs);
+  EMBER_RETURN_IF_ERROR(kernel.infer(ctx));
+  if (kernel.is_view()) {
+    Tensor view(outputs[0].dtype(), outputs[0].shape(), const_cast<void*>(inputs[0]->data()));
+    outputs[0] = Tensor::allocate(view.dtype(), view.shape());
+    if (view.nbytes()) std::memcpy(outputs[0].data(), view.data(), view.nbytes());
+    return outputs;
+  }
+  if (!kernel.allocates_outputs()) {
+    for (Tensor& t : outputs) t = Tensor::allocate(t.dtype(), t.shape());
+  }
+  EMBER_RETURN_IF_ERROR(kernel.run(ctx));
+  return outputs;
+}
+
+}  // namespace ember::kernels

@@ -1,0 +1,52 @@
+#pragma once
+// Session: load -> optimize -> choose kernels -> plan memory -> run.
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/tensor.h"
+#include "ir/graph.h"
+
+namespace ember::runtime {
+
+struct SessionOptions {
+  bool optimize = true;  // constant folding and dead-node elimination
+};
+
+struct IoInfo {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  bool has_shape = false;
+  std::vector<ir::Dim> shape;
+  bool has_default = false;  // an input with an initializer: may be omitted
+};
+
+struct NamedInput {
+  std::string name;
+  const Tensor* tensor;
+};
+
+class Session {
+ public:
+  static Result<std::unique_ptr<Session>> load(const std::string& path, SessionOptions options = {});
+  static Result<std::unique_ptr<Session>> create(std::shared_ptr<ir::Graph> graph, SessionOptions options = {});
+  virtual ~Session() = default;
+
+  virtual const std::vector<IoInfo>& inputs() const = 0;
+  virtual const std::vector<IoInfo>& outputs() const = 0;
+
+  // Runs with inputs given by name (inputs with defaults may be left out).
+  // Outputs come back in graph-output order. Safe to call from several threads.
+  virtual Result<std::vector<Tensor>> run(std::span<const NamedInput> inputs) const = 0;
+  // Positional form for hot loops: `inputs` in inputs() order (nullptr for an
+  // omitted input with a default); `outputs` is resized and its storage reused
+  // when a previous output of the same size is no longer shared.
+  virtual Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const = 0;
+
+  // The optimized graph (for `ember info`).
+  virtual const ir::Graph& graph() const = 0;
+};
+
+}  // namespace ember::runtime
