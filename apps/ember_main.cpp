@@ -1,1 +1,26 @@
-int main() { return 0; }
+// `ember`: the command line that tests, benchmarks and users call (contracts in
+// DESIGN.md).
+#include <cstdio>
+#include <map>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ember: a CPU runtime for ONNX models"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, ember::cli::Command> commands;
+  auto add = [&](const char* name, const char* help, ember::cli::Command (*make)(CLI::App&)) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    commands[sub] = make(*sub);
+  };
+  add("test-onnx", "Run ONNX backend test cases (model.onnx + test_data_set_*) and compare outputs",
+      ember::cli::add_test_onnx);
+  add("run", "Run a model on TensorProto (.pb) or NumPy (.npy) inputs and write its outputs", ember::cli::add_run);
+  add("perf", "Time a model on random inputs of its declared shapes", ember::cli::add_perf);
+  add("info", "Show a model's inputs, outputs, op histogram and unsupported ops", ember::cli::add_info);
+  CLI11_PARSE(app, argc, argv);
+  for (auto& [sub, run] : commands) {
+    if (sub->parsed()) return run();
+  }
+  return 2;
+}

@@ -31,12 +31,17 @@ Shape contiguous_strides(std::span<const int64_t> shape) {
   return strides;
 }
 
-Tensor Tensor::allocate(DType dtype, Shape shape) {
+Tensor Tensor::allocate_uninitialized(DType dtype, Shape shape) {
   size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
   auto buffer = std::make_shared<AlignedBuffer>(bytes);
-  std::memset(buffer->data(), 0, bytes);
   void* p = buffer->data();
-  return Tensor(dtype, std::move(shape), p, std::shared_ptr<const void>(buffer, buffer->data()));
+  return Tensor(dtype, std::move(shape), p, std::shared_ptr<const void>(buffer, p));
+}
+
+Tensor Tensor::allocate(DType dtype, Shape shape) {
+  Tensor t = allocate_uninitialized(dtype, std::move(shape));
+  std::memset(t.data(), 0, t.nbytes());
+  return t;
 }
 
 Tensor Tensor::clone() const {

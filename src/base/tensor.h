@@ -26,6 +26,8 @@ class Tensor {
   Tensor(DType dtype, Shape shape, void* data) : dtype_(dtype), shape_(std::move(shape)), data_(data) {}
   // Owning, zero-filled storage.
   static Tensor allocate(DType dtype, Shape shape);
+  // Owning storage with unspecified contents, for outputs about to be written.
+  static Tensor allocate_uninitialized(DType dtype, Shape shape);
   // Keeps `keep_alive` (e.g. a file mapping) alive for as long as the view lives.
   Tensor(DType dtype, Shape shape, const void* data, std::shared_ptr<const void> keep_alive)
       : dtype_(dtype), shape_(std::move(shape)), data_(const_cast<void*>(data)), storage_(std::move(keep_alive)) {}
@@ -37,6 +39,8 @@ class Tensor {
   int64_t numel() const { return shape_numel(shape_); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
   bool owns_storage() const { return storage_ != nullptr; }
+  // Owns its storage and no other Tensor shares it: safe to overwrite in place.
+  bool owns_unique_storage() const { return storage_ != nullptr && storage_.use_count() == 1; }
 
   void* data() { return data_; }
   const void* data() const { return data_; }

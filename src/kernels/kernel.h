@@ -33,6 +33,7 @@ struct KernelInit {
   // Constant value of each input, or nullptr when it is computed at run time.
   std::span<const Tensor* const> constant_inputs;
   SubgraphCompiler* subgraphs = nullptr;
+  const ir::Graph* graph = nullptr;  // the graph holding `node` (names of its inputs)
 };
 
 // The view of one node's inputs and outputs, used for both infer() and run().
@@ -86,6 +87,9 @@ class OpKernel {
   // The kernel allocates its outputs in run() (shape known only after running,
   // e.g. If): the runtime passes outputs with dtype set and no buffer.
   virtual bool allocates_outputs() const { return false; }
+  // False when the outputs depend only on input shapes (Shape, Size): the
+  // planner can then evaluate the node before any input data exists.
+  virtual bool reads_input_data() const { return true; }
 };
 
 using KernelFactory = Result<std::unique_ptr<OpKernel>> (*)(const KernelInit&);

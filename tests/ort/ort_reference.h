@@ -1,1 +1,82 @@
 #pragma once
+// ONNX Runtime as the reference: loaded with dlopen at first use (from the
+// EMBER_ORT_LIBRARY environment variable, else the path baked in at build time),
+// driven through its C API, with inputs and outputs as ember::Tensor.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/tensor.h"
+
+namespace ember::ortref {
+
+// ONNX Runtime's GraphOptimizationLevel values.
+enum class OrtOptLevel : int { kDisableAll = 0, kBasic = 1, kExtended = 2, kAll = 99 };
+
+struct OrtOptions {
+  // One intra-op thread by default: the reference answer does not depend on the
+  // machine, and benchmarks compare single-threaded runs unless asked otherwise.
+  int intra_op_threads = 1;
+  OrtOptLevel optimization = OrtOptLevel::kAll;
+};
+
+struct OrtInput {
+  std::string name;
+  const Tensor* tensor;
+};
+
+// "1.30.0": the loaded library's version, or an error when it cannot be loaded.
+Result<std::string> ort_version();
+
+class OrtSession {
+ public:
+  static Result<std::unique_ptr<OrtSession>> load(const std::string& path, OrtOptions options = {});
+  static Result<std::unique_ptr<OrtSession>> load_from_bytes(std::span<const uint8_t> bytes, OrtOptions options = {});
+  ~OrtSession();
+  OrtSession(const OrtSession&) = delete;
+  OrtSession& operator=(const OrtSession&) = delete;
+
+  const std::vector<std::string>& input_names() const { return input_names_; }
+  const std::vector<std::string>& output_names() const { return output_names_; }
+
+  // Runs on `inputs` (copied into ONNX Runtime's memory) and returns every graph
+  // output, in graph order, as an owning Tensor.
+  Result<std::vector<Tensor>> run(std::span<const OrtInput> inputs) const;
+
+  // Inputs wrapped once without copying, for timed loops. The tensors must stay
+  // alive and unmoved while the PreparedInputs is used.
+  class PreparedInputs {
+   public:
+    PreparedInputs() = default;
+    PreparedInputs(PreparedInputs&& other) noexcept;
+    PreparedInputs& operator=(PreparedInputs&& other) noexcept;
+    ~PreparedInputs();
+
+   private:
+    friend class OrtSession;
+    void release();
+    std::vector<std::string> names_;
+    std::vector<const char*> name_ptrs_;
+    std::vector<void*> values_;  // OrtValue*
+  };
+  Result<PreparedInputs> prepare(std::span<const OrtInput> inputs) const;
+  // One run whose outputs ONNX Runtime allocates and are released uncopied, as in
+  // ONNX Runtime's own perf tool.
+  Status run_prepared(const PreparedInputs& inputs) const;
+
+ private:
+  OrtSession() = default;
+  static Result<std::unique_ptr<OrtSession>> create(const std::string& path, std::span<const uint8_t> bytes,
+                                                    const OrtOptions& options);
+  Status read_names();
+
+  void* session_ = nullptr;  // OrtSession*, an opaque type of the C API
+  std::vector<std::string> input_names_;
+  std::vector<std::string> output_names_;
+  std::vector<const char*> output_name_ptrs_;
+};
+
+}  // namespace ember::ortref

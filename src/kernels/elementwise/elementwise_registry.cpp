@@ -1,7 +1,15 @@
-#include "kernels/registry.h"
+#include "kernels/elementwise/elementwise_common.h"
 
 namespace ember::kernels {
 
-void register_elementwise_ops(OpRegistry&) {}
+void register_elementwise_ops(OpRegistry& r) {
+  register_unary_ops(r);
+  register_activation_ops(r);
+  register_binary_ops(r);
+  register_compare_logical_ops(r);
+  register_variadic_ops(r);
+  register_where_ops(r);
+  register_cast_ops(r);
+}
 
 }  // namespace ember::kernels

@@ -1,7 +1,18 @@
+#include "kernels/matmul/matmul_ops.h"
 #include "kernels/registry.h"
 
 namespace ember::kernels {
 
-void register_matmul_ops(OpRegistry&) {}
+// One entry per op: each factory reads node.opset for the version-dependent forms.
+void register_matmul_ops(OpRegistry& r) {
+  r.add({"", "MatMul", 1, INT_MAX, create_matmul});
+  r.add({"", "MatMulInteger", 10, INT_MAX, create_matmul_integer});
+  r.add({"", "Gemm", 1, INT_MAX, create_gemm});
+  r.add({"", "Conv", 1, INT_MAX, create_conv});
+  r.add({"", "MaxPool", 1, INT_MAX, create_max_pool});
+  r.add({"", "AveragePool", 1, INT_MAX, create_average_pool});
+  r.add({"", "GlobalMaxPool", 1, INT_MAX, create_global_max_pool});
+  r.add({"", "GlobalAveragePool", 1, INT_MAX, create_global_average_pool});
+}
 
 }  // namespace ember::kernels

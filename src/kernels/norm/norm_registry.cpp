@@ -1,7 +1,28 @@
+#include "kernels/norm/norm_ops.h"
 #include "kernels/registry.h"
 
 namespace ember::kernels {
 
-void register_norm_ops(OpRegistry&) {}
+Status check_float_inputs(const KernelInit& init, size_t required, bool same_dtype) {
+  for (size_t i = 0; i < init.input_dtypes.size() || i < required; ++i) {
+    const DType t = i < init.input_dtypes.size() ? init.input_dtypes[i] : DType::kUndefined;
+    if (t == DType::kUndefined) {
+      if (i < required) return invalid_model("input {} is required", i);
+      continue;
+    }
+    if (!dtype_is_float(t)) return not_implemented("input {} has dtype {}; only float types are supported", i, dtype_name(t));
+    if (same_dtype && t != init.input_dtypes[0]) {
+      return invalid_argument("input {} is {} but input 0 is {}", i, dtype_name(t), dtype_name(init.input_dtypes[0]));
+    }
+  }
+  return Status::ok();
+}
+
+// One entry per op: each factory reads node.opset for the version-dependent forms.
+void register_norm_ops(OpRegistry& r) {
+  r.add({"", "LayerNormalization", 17, INT_MAX, create_layer_normalization});
+  r.add({"", "BatchNormalization", 1, INT_MAX, create_batch_normalization});
+  r.add({"", "InstanceNormalization", 1, INT_MAX, create_instance_normalization});
+}
 
 }  // namespace ember::kernels

@@ -1,0 +1,85 @@
+#include <fmt/format.h>
+
+#include <map>
+
+#include "commands.h"
+#include "kernels/registry.h"
+#include "onnx/model_loader.h"
+
+namespace ember::cli {
+namespace {
+
+std::string describe_shape(const ir::Value& v) {
+  if (!v.has_shape) return "?";
+  std::string s = "[";
+  for (size_t i = 0; i < v.shape.size(); ++i) {
+    if (i) s += ",";
+    const ir::Dim& d = v.shape[i];
+    s += d.known() ? std::to_string(d.value) : (d.symbol.empty() ? "?" : d.symbol);
+  }
+  return s + "]";
+}
+
+void count_ops(const ir::Graph& g, std::map<std::string, std::pair<int, bool>>& ops) {
+  const auto& registry = kernels::OpRegistry::instance();
+  for (const ir::Node& node : g.nodes) {
+    std::string key = (node.domain.empty() ? "" : node.domain + ".") + node.op_type + " (opset " + std::to_string(node.opset) + ")";
+    auto& [count, supported] = ops[key];
+    ++count;
+    supported = registry.find(node.domain, node.op_type, node.opset) != nullptr;
+    for (const ir::Attribute& a : node.attributes) {
+      if (a.g) count_ops(*a.g, ops);
+      for (const auto& sg : a.graphs) count_ops(*sg, ops);
+    }
+  }
+}
+
+}  // namespace
+
+Command add_info(CLI::App& app) {
+  auto model = std::make_shared<std::string>();
+  app.add_option("model", *model, "Path of the .onnx file")->required();
+  return [model]() {
+    auto loaded = onnx::load_model(*model);
+    if (!loaded.is_ok()) {
+      fmt::print(stderr, "ember info: {}\n", loaded.status().to_string());
+      return 1;
+    }
+    const ir::Graph& g = *loaded->graph;
+    fmt::print("model: {} (ir_version {}, producer {} {})\n", *model, loaded->ir_version, loaded->producer_name,
+               loaded->producer_version);
+    std::string opsets;
+    for (const auto& [domain, version] : g.opsets) opsets += fmt::format(" {}={}", domain.empty() ? "ai.onnx" : domain, version);
+    fmt::print("opsets:{}\n", opsets);
+    fmt::print("inputs:\n");
+    for (ir::ValueId id : g.inputs) {
+      const ir::Value& v = g.value(id);
+      fmt::print("  {} {}{}{}\n", v.name, dtype_name(v.dtype), describe_shape(v), v.constant ? " (has default)" : "");
+    }
+    fmt::print("outputs:\n");
+    for (ir::ValueId id : g.outputs) {
+      const ir::Value& v = g.value(id);
+      fmt::print("  {} {}{}\n", v.name, dtype_name(v.dtype), describe_shape(v));
+    }
+    size_t weight_bytes = 0, weights = 0;
+    for (const ir::Value& v : g.values) {
+      if (v.constant) {
+        weight_bytes += v.constant->nbytes();
+        ++weights;
+      }
+    }
+    fmt::print("initializers: {} tensors, {} bytes\n", weights, weight_bytes);
+    std::map<std::string, std::pair<int, bool>> ops;
+    count_ops(g, ops);
+    fmt::print("ops:\n");
+    std::vector<std::string> unsupported;
+    for (const auto& [name, entry] : ops) {
+      fmt::print("  {:6d}  {}{}\n", entry.first, name, entry.second ? "" : "  UNSUPPORTED");
+      if (!entry.second) unsupported.push_back(name);
+    }
+    fmt::print("unsupported ops: {}\n", unsupported.empty() ? "none" : fmt::format("{}", fmt::join(unsupported, ", ")));
+    return 0;
+  };
+}
+
+}  // namespace ember::cli

@@ -1,0 +1,151 @@
+// `ember test-onnx DIR...`: runs ONNX backend test cases and compares outputs.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+
+#include "base/tensor_compare.h"
+#include "commands.h"
+#include "onnx/model_loader.h"
+#include "runtime/session.h"
+
+namespace fs = std::filesystem;
+
+namespace ember::cli {
+namespace {
+
+// Cases known to need a looser tolerance than ONNX's default, with the reason.
+struct ToleranceOverride {
+  const char* case_name;
+  Tolerance tol;
+  const char* reason;
+};
+constexpr ToleranceOverride kToleranceOverrides[] = {
+    {"test_reduce_log_sum_exp_default_axes_keepdims_random", {1e-3, 1e-5},
+     "float32 exp sums over random inputs; the expected values come from float64 numpy"},
+};
+
+Tolerance tolerance_for(const std::string& name) {
+  for (const auto& o : kToleranceOverrides) {
+    if (name == o.case_name) return o.tol;
+  }
+  return Tolerance{};
+}
+
+// Files named prefix_N.pb, ordered by N.
+std::vector<fs::path> numbered_files(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::pair<int, fs::path>> found;
+  std::regex re(prefix + "_([0-9]+)\\.pb");
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::smatch m;
+    std::string name = entry.path().filename().string();
+    if (std::regex_match(name, m, re)) found.emplace_back(std::stoi(m[1].str()), entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> out;
+  for (auto& [_, p] : found) out.push_back(p);
+  return out;
+}
+
+struct Outcome {
+  enum Kind { kPass, kFail, kSkip } kind;
+  std::string reason;
+};
+
+Outcome run_data_set(const runtime::Session& session, const fs::path& dir, Tolerance tol) {
+  std::vector<onnx::NamedTensor> inputs;
+  for (const fs::path& p : numbered_files(dir, "input")) {
+    auto t = onnx::read_tensor_proto_file(p.string());
+    if (!t.is_ok()) return {Outcome::kSkip, fmt::format("{}: {}", p.filename().string(), t.status().to_string())};
+    inputs.push_back(std::move(*t));
+  }
+  const auto& declared = session.inputs();
+  std::vector<runtime::NamedInput> named;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    bool has_name = std::any_of(declared.begin(), declared.end(), [&](const auto& d) { return d.name == inputs[i].name; });
+    if (!has_name && i >= declared.size()) return {Outcome::kFail, fmt::format("input_{}.pb has no matching model input", i)};
+    named.push_back({has_name ? inputs[i].name : declared[i].name, &inputs[i].tensor});
+  }
+  auto outputs = session.run(named);
+  if (!outputs.is_ok()) {
+    auto kind = outputs.status().code() == StatusCode::kNotImplemented ? Outcome::kSkip : Outcome::kFail;
+    return {kind, outputs.status().to_string()};
+  }
+  std::vector<fs::path> expected_files = numbered_files(dir, "output");
+  if (expected_files.size() != outputs->size()) {
+    return {Outcome::kFail, fmt::format("{} outputs, expected {}", outputs->size(), expected_files.size())};
+  }
+  for (size_t k = 0; k < expected_files.size(); ++k) {
+    auto expected = onnx::read_tensor_proto_file(expected_files[k].string());
+    if (!expected.is_ok()) return {Outcome::kSkip, fmt::format("output_{}.pb: {}", k, expected.status().to_string())};
+    Status st = compare_tensors((*outputs)[k], expected->tensor, tol);
+    if (!st.is_ok()) return {Outcome::kFail, fmt::format("{}: output {} ('{}'): {}", dir.filename().string(), k,
+                                                         session.outputs()[k].name, st.message())};
+  }
+  return {Outcome::kPass, ""};
+}
+
+Outcome run_case(const fs::path& dir) {
+  std::string name = dir.filename().string();
+  auto session = runtime::Session::load((dir / "model.onnx").string());
+  if (!session.is_ok()) {
+    auto kind = session.status().code() == StatusCode::kNotImplemented ? Outcome::kSkip : Outcome::kFail;
+    return {kind, session.status().to_string()};
+  }
+  for (const auto& in : (*session)->inputs()) {
+    if (in.dtype == DType::kUndefined || in.dtype == DType::kString) {
+      return {Outcome::kSkip, fmt::format("input '{}' has a type Ember does not support (sequence, map, optional or string)", in.name)};
+    }
+  }
+  std::vector<fs::path> sets;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_directory() && entry.path().filename().string().starts_with("test_data_set_")) sets.push_back(entry.path());
+  }
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return {Outcome::kFail, "no test_data_set_* folder"};
+  for (const fs::path& set : sets) {
+    Outcome o = run_data_set(**session, set, tolerance_for(name));
+    if (o.kind != Outcome::kPass) return o;
+  }
+  return {Outcome::kPass, ""};
+}
+
+void collect_cases(const fs::path& dir, std::vector<fs::path>& cases) {
+  if (fs::exists(dir / "model.onnx")) {
+    cases.push_back(dir);
+    return;
+  }
+  std::vector<fs::path> children;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_directory()) children.push_back(entry.path());
+  }
+  std::sort(children.begin(), children.end());
+  for (const fs::path& c : children) collect_cases(c, cases);
+}
+
+}  // namespace
+
+Command add_test_onnx(CLI::App& app) {
+  auto dirs = std::make_shared<std::vector<std::string>>();
+  app.add_option("dirs", *dirs, "Test case folders, or folders of them")->required()->check(CLI::ExistingDirectory);
+  return [dirs]() {
+    std::vector<fs::path> cases;
+    for (const std::string& d : *dirs) collect_cases(d, cases);
+    int passed = 0, failed = 0, skipped = 0;
+    for (const fs::path& c : cases) {
+      Outcome o = run_case(c);
+      std::string name = c.filename().string();
+      switch (o.kind) {
+        case Outcome::kPass: ++passed; fmt::print("PASS {}\n", name); break;
+        case Outcome::kFail: ++failed; fmt::print("FAIL {}: {}\n", name, o.reason); break;
+        case Outcome::kSkip: ++skipped; fmt::print("SKIP {}: {}\n", name, o.reason); break;
+      }
+      std::fflush(stdout);
+    }
+    fmt::print("{} passed, {} failed, {} skipped\n", passed, failed, skipped);
+    return failed == 0 ? 0 : 1;
+  };
+}
+
+}  // namespace ember::cli

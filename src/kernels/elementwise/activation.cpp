@@ -1,0 +1,243 @@
+// Activation functions (Relu family, Softplus, Mish, ...), Clip and PRelu.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/elementwise/unary_kernel.h"
+
+namespace ember::kernels {
+namespace elementwise {
+namespace {
+
+// Clamps to [0, 1], letting NaN through.
+template <typename C>
+C clamp01(C v) {
+  return v < C(0) ? C(0) : (v > C(1) ? C(1) : v);
+}
+
+template <typename C>
+C softplus(C x) {
+  // log(1 + e^x) without overflow for large x.
+  return x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+
+struct ReluOp {
+  static constexpr TypeSet kTypes = TypeSet::kSignedOrFloat;
+  template <typename C> C operator()(C x) const { return x < C(0) ? C(0) : x; }
+};
+struct LeakyReluOp {
+  static constexpr TypeSet kTypes = TypeSet::kFloat;
+  float alpha;
+  explicit LeakyReluOp(ir::AttrReader& a) : alpha(a.get_float("alpha", 0.01f)) {}
+  template <typename C> C operator()(C x) const { return x < C(0) ? C(alpha) * x : x; }
+};
+struct EluOp {
+  static constexpr TypeSet kTypes = TypeSet::kFloat;
+  float alpha;
+  explicit EluOp(ir::AttrReader& a) : alpha(a.get_float("alpha", 1.0f)) {}
+  template <typename C> C operator()(C x) const { return x < C(0) ? C(alpha) * std::expm1(x) : x; }
+};
+struct SeluOp {
+  static constexpr TypeSet kTypes = TypeSet::kFloat;
+  float alpha;
+  float gamma;
+  explicit SeluOp(ir::AttrReader& a)
+      : alpha(a.get_float("alpha", 1.67326319217681884765625f)), gamma(a.get_float("gamma", 1.05070102214813232421875f)) {}
+  template <typename C> C operator()(C x) const {
+    return x > C(0) ? C(gamma) * x : C(gamma) * C(alpha) * std::expm1(x);
+  }
+};
+struct CeluOp {
+  static constexpr TypeSet kTypes = TypeSet::kFloat;
+  float alpha;
+  explicit CeluOp(ir::AttrReader& a) : alpha(a.get_float("alpha", 1.0f)) {}
+  template <typename C> C operator()(C x) const {
+    return x > C(0) ? x : C(alpha) * std::expm1(x / C(alpha));
+  }
+};
+struct HardSigmoidOp {
+  static constexpr TypeSet kTypes = TypeSet::kFloat;
+  float alpha;
+  float beta;
+  explicit HardSigmoidOp(ir::AttrReader& a) : alpha(a.get_float("alpha", 0.2f)), beta(a.get_float("beta", 0.5f)) {}
+  template <typename C> C operator()(C x) const {
+    return clamp01(C(alpha) * x + C(beta));
+  }
+};
+struct HardSwishOp {
+  static constexpr TypeSet kTypes = TypeSet::kFloat;
+  template <typename C> C operator()(C x) const {
+    return x * clamp01(x / C(6) + C(0.5));
+  }
+};
+struct ThresholdedReluOp {
+  static constexpr TypeSet kTypes = TypeSet::kFloat;
+  float alpha;
+  explicit ThresholdedReluOp(ir::AttrReader& a) : alpha(a.get_float("alpha", 1.0f)) {}
+  template <typename C> C operator()(C x) const { return x > C(alpha) ? x : C(0); }
+};
+struct SoftplusOp {
+  static constexpr TypeSet kTypes = TypeSet::kFloat;
+  template <typename C> C operator()(C x) const { return softplus(x); }
+};
+struct SoftsignOp {
+  static constexpr TypeSet kTypes = TypeSet::kFloat;
+  template <typename C> C operator()(C x) const { return x / (C(1) + std::fabs(x)); }
+};
+struct MishOp {
+  static constexpr TypeSet kTypes = TypeSet::kFloat;
+  template <typename C> C operator()(C x) const { return x * std::tanh(softplus(x)); }
+};
+
+// Clip: bounds are attributes before opset 11 and optional scalar inputs from 11.
+class ClipKernel final : public OpKernel {
+ public:
+  ClipKernel(DType dtype, bool bounds_are_inputs, float min_attr, float max_attr)
+      : dtype_(dtype), bounds_are_inputs_(bounds_are_inputs), min_attr_(min_attr), max_attr_(max_attr) {}
+
+  Status infer(KernelContext& ctx) const override {
+    for (size_t i = 1; i < 3; ++i) {
+      if (ctx.has_input(i) && ctx.input(i).numel() != 1) {
+        return invalid_argument("input {} ({}) must hold one value, has shape {}", i, i == 1 ? "min" : "max",
+                                shape_to_string(ctx.input(i).shape()));
+      }
+    }
+    ctx.set_output(0, dtype_, ctx.input(0).shape());
+    return Status::ok();
+  }
+
+  Status run(KernelContext& ctx) const override {
+    visit<TypeSet::kNumeric>(dtype_, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = compute_t<T>;
+      C lo = std::numeric_limits<C>::lowest();
+      C hi = std::numeric_limits<C>::max();
+      if (!bounds_are_inputs_) {
+        if constexpr (std::is_floating_point_v<C>) {
+          lo = static_cast<C>(min_attr_);
+          hi = static_cast<C>(max_attr_);
+        }
+      } else {
+        if (ctx.has_input(1)) lo = static_cast<C>(ctx.input(1).data_as<T>()[0]);
+        if (ctx.has_input(2)) hi = static_cast<C>(ctx.input(2).data_as<T>()[0]);
+      }
+      // Lower bound first, so min > max yields max everywhere, as the spec says; NaN passes through.
+      auto clip = [lo, hi](C x) {
+        if (x < lo) x = lo;
+        if (x > hi) x = hi;
+        return x;
+      };
+      unary_loop(ctx.input(0).data_as<T>(), ctx.output(0).data_as<T>(), ctx.input(0).numel(), clip);
+    });
+    return Status::ok();
+  }
+
+  int inplace_input() const override { return 0; }
+
+ private:
+  DType dtype_;
+  bool bounds_are_inputs_;
+  float min_attr_;
+  float max_attr_;
+};
+
+Result<std::unique_ptr<OpKernel>> create_clip(const KernelInit& init) {
+  const bool bounds_are_inputs = init.node.opset >= 11;
+  EMBER_RETURN_IF_ERROR(check_input_count(init, 1, bounds_are_inputs ? 3 : 1));
+  const DType dtype = init.input_dtypes[0];
+  if (bounds_are_inputs) {
+    EMBER_RETURN_IF_ERROR(check_dtype<TypeSet::kNumeric>(dtype, 0, "Clip"));
+    for (size_t i = 1; i < init.input_dtypes.size(); ++i) {
+      const DType t = init.input_dtypes[i];
+      if (t != DType::kUndefined && t != dtype) {
+        return invalid_argument("input {} has dtype {}, expected {} like input 0", i, dtype_name(t), dtype_name(dtype));
+      }
+    }
+    return std::unique_ptr<OpKernel>(std::make_unique<ClipKernel>(dtype, true, 0.0f, 0.0f));
+  }
+  EMBER_RETURN_IF_ERROR(check_dtype<TypeSet::kFloat>(dtype, 0, "Clip"));
+  ir::AttrReader attrs(init.node);
+  const float lo = attrs.get_float("min", std::numeric_limits<float>::lowest());
+  const float hi = attrs.get_float("max", std::numeric_limits<float>::max());
+  EMBER_RETURN_IF_ERROR(attrs.status());
+  return std::unique_ptr<OpKernel>(std::make_unique<ClipKernel>(dtype, false, lo, hi));
+}
+
+// PRelu: slope broadcasts to X (unidirectionally). Before opset 7 a 1-D slope
+// of X's channel count applies per channel (axis 1).
+class PReluKernel final : public OpKernel {
+ public:
+  PReluKernel(DType dtype, bool legacy) : dtype_(dtype), legacy_(legacy) {}
+
+  Status infer(KernelContext& ctx) const override {
+    const Shape& x = ctx.input(0).shape();
+    const Shape slope = slope_shape(x, ctx.input(1).shape());
+    auto out = broadcast_shapes(x, slope);
+    if (!out.is_ok() || !(out.value() == x)) {
+      return invalid_argument("slope {} cannot be broadcast to X {}", shape_to_string(ctx.input(1).shape()),
+                              shape_to_string(x));
+    }
+    ctx.set_output(0, dtype_, x);
+    return Status::ok();
+  }
+
+  Status run(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Shape slope = slope_shape(x.shape(), ctx.input(1).shape());
+    visit<TypeSet::kNumeric>(dtype_, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = compute_t<T>;
+      auto prelu = [](T xv, T sv) {
+        const C xc = static_cast<C>(xv);
+        return static_cast<T>(xc < C(0) ? static_cast<C>(xc * static_cast<C>(sv)) : xc);
+      };
+      binary_loop(x.data_as<T>(), x.shape(), ctx.input(1).data_as<T>(), slope, ctx.output(0).data_as<T>(), x.shape(),
+                  prelu);
+    });
+    return Status::ok();
+  }
+
+  int inplace_input() const override { return 0; }
+
+ private:
+  Shape slope_shape(const Shape& x, const Shape& slope) const {
+    if (legacy_ && slope.size() == 1 && x.size() >= 2 && slope[0] == x[1]) return legacy_broadcast_shape(x, slope, 1);
+    return slope;
+  }
+
+  DType dtype_;
+  bool legacy_;
+};
+
+Result<std::unique_ptr<OpKernel>> create_prelu(const KernelInit& init) {
+  EMBER_RETURN_IF_ERROR(check_input_count(init, 2, 2));
+  const DType dtype = init.input_dtypes[0];
+  EMBER_RETURN_IF_ERROR(check_dtype<TypeSet::kNumeric>(dtype, 0, "PRelu"));
+  if (init.input_dtypes[1] != dtype) {
+    return invalid_argument("slope has dtype {}, expected {} like X", dtype_name(init.input_dtypes[1]),
+                            dtype_name(dtype));
+  }
+  return std::unique_ptr<OpKernel>(std::make_unique<PReluKernel>(dtype, init.node.opset < 7));
+}
+
+}  // namespace
+}  // namespace elementwise
+
+void register_activation_ops(OpRegistry& r) {
+  using namespace elementwise;
+  add_op(r, "Relu", 1, create_unary<ReluOp>);
+  add_op(r, "LeakyRelu", 1, create_unary<LeakyReluOp>);
+  add_op(r, "Elu", 1, create_unary<EluOp>);
+  add_op(r, "Selu", 1, create_unary<SeluOp>);
+  add_op(r, "Celu", 12, create_unary<CeluOp>);
+  add_op(r, "HardSigmoid", 1, create_unary<HardSigmoidOp>);
+  add_op(r, "HardSwish", 14, create_unary<HardSwishOp>);
+  add_op(r, "ThresholdedRelu", 10, create_unary<ThresholdedReluOp>);
+  add_op(r, "Softplus", 1, create_unary<SoftplusOp>);
+  add_op(r, "Softsign", 1, create_unary<SoftsignOp>);
+  add_op(r, "Mish", 18, create_unary<MishOp>);
+  add_op(r, "Clip", 1, create_clip);
+  add_op(r, "PRelu", 1, create_prelu);
+}
+
+}  // namespace ember::kernels

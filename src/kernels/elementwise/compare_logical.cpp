@@ -1,0 +1,40 @@
+// Comparisons (bool output) and the logical ops on bool tensors.
+#include "kernels/elementwise/binary_kernel.h"
+
+namespace ember::kernels {
+namespace elementwise {
+namespace {
+
+#define EMBER_PREDICATE_OP(Name, types, expr)                          \
+  struct Name {                                                        \
+    static constexpr TypeSet kTypes = types;                           \
+    static constexpr bool kBoolOutput = true;                          \
+    template <typename C> bool operator()(C a, C b) const { return expr; } \
+  };
+
+EMBER_PREDICATE_OP(AndOp, TypeSet::kBool, a && b)
+EMBER_PREDICATE_OP(OrOp, TypeSet::kBool, a || b)
+EMBER_PREDICATE_OP(XorOp, TypeSet::kBool, a != b)
+EMBER_PREDICATE_OP(EqualOp, TypeSet::kNumericOrBool, a == b)
+EMBER_PREDICATE_OP(LessOp, TypeSet::kNumeric, a < b)
+EMBER_PREDICATE_OP(GreaterOp, TypeSet::kNumeric, a > b)
+EMBER_PREDICATE_OP(LessOrEqualOp, TypeSet::kNumeric, a <= b)
+EMBER_PREDICATE_OP(GreaterOrEqualOp, TypeSet::kNumeric, a >= b)
+#undef EMBER_PREDICATE_OP
+
+}  // namespace
+}  // namespace elementwise
+
+void register_compare_logical_ops(OpRegistry& r) {
+  using namespace elementwise;
+  add_op(r, "And", 1, create_binary<AndOp>);
+  add_op(r, "Or", 1, create_binary<OrOp>);
+  add_op(r, "Xor", 1, create_binary<XorOp>);
+  add_op(r, "Equal", 1, create_binary<EqualOp>);
+  add_op(r, "Less", 1, create_binary<LessOp>);
+  add_op(r, "Greater", 1, create_binary<GreaterOp>);
+  add_op(r, "LessOrEqual", 12, create_binary<LessOrEqualOp>);
+  add_op(r, "GreaterOrEqual", 12, create_binary<GreaterOrEqualOp>);
+}
+
+}  // namespace ember::kernels

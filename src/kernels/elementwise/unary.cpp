@@ -1,0 +1,150 @@
+// One-input math ops: rounding, roots, exponentials, trigonometry, predicates.
+#include <cmath>
+#include <type_traits>
+
+#include "kernels/elementwise/unary_kernel.h"
+
+namespace ember::kernels {
+namespace elementwise {
+namespace {
+
+// Negation that wraps for the most negative integer instead of overflowing.
+template <typename C>
+C negate(C x) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return -x;
+  } else {
+    return static_cast<C>(0u - static_cast<std::make_unsigned_t<C>>(x));
+  }
+}
+
+struct AbsOp {
+  static constexpr TypeSet kTypes = TypeSet::kNumeric;
+  template <typename C> C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return std::fabs(x);
+    } else if constexpr (std::is_unsigned_v<C>) {
+      return x;
+    } else {
+      return x < 0 ? negate(x) : x;
+    }
+  }
+};
+struct NegOp {
+  static constexpr TypeSet kTypes = TypeSet::kSignedOrFloat;
+  template <typename C> C operator()(C x) const { return negate(x); }
+};
+struct SignOp {
+  static constexpr TypeSet kTypes = TypeSet::kNumeric;
+  template <typename C> C operator()(C x) const {
+    if (x > C(0)) return C(1);
+    if constexpr (std::is_signed_v<C>) {
+      if (x < C(0)) return C(-1);
+    }
+    return x;  // 0, or NaN propagated
+  }
+};
+
+#define EMBER_FLOAT_UNARY_OP(Name, expr)                      \
+  struct Name {                                               \
+    static constexpr TypeSet kTypes = TypeSet::kFloat;        \
+    template <typename C> C operator()(C x) const { return expr; } \
+  };
+
+EMBER_FLOAT_UNARY_OP(FloorOp, std::floor(x))
+EMBER_FLOAT_UNARY_OP(CeilOp, std::ceil(x))
+// nearbyint under the default rounding mode rounds halves to even, as ONNX Round requires.
+EMBER_FLOAT_UNARY_OP(RoundOp, std::nearbyint(x))
+EMBER_FLOAT_UNARY_OP(SqrtOp, std::sqrt(x))
+EMBER_FLOAT_UNARY_OP(ReciprocalOp, C(1) / x)
+EMBER_FLOAT_UNARY_OP(ExpOp, std::exp(x))
+EMBER_FLOAT_UNARY_OP(LogOp, std::log(x))
+EMBER_FLOAT_UNARY_OP(SinOp, std::sin(x))
+EMBER_FLOAT_UNARY_OP(CosOp, std::cos(x))
+EMBER_FLOAT_UNARY_OP(TanOp, std::tan(x))
+EMBER_FLOAT_UNARY_OP(AsinOp, std::asin(x))
+EMBER_FLOAT_UNARY_OP(AcosOp, std::acos(x))
+EMBER_FLOAT_UNARY_OP(AtanOp, std::atan(x))
+EMBER_FLOAT_UNARY_OP(SinhOp, std::sinh(x))
+EMBER_FLOAT_UNARY_OP(CoshOp, std::cosh(x))
+EMBER_FLOAT_UNARY_OP(AsinhOp, std::asinh(x))
+EMBER_FLOAT_UNARY_OP(AcoshOp, std::acosh(x))
+EMBER_FLOAT_UNARY_OP(AtanhOp, std::atanh(x))
+EMBER_FLOAT_UNARY_OP(TanhOp, std::tanh(x))
+// Split at 0 so neither branch overflows exp().
+EMBER_FLOAT_UNARY_OP(SigmoidOp, x >= C(0) ? C(1) / (C(1) + std::exp(-x)) : std::exp(x) / (C(1) + std::exp(x)))
+#undef EMBER_FLOAT_UNARY_OP
+
+struct ErfOp {
+  static constexpr TypeSet kTypes = TypeSet::kNumeric;
+  template <typename C> C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return std::erf(x);
+    } else {
+      return static_cast<C>(std::erf(static_cast<double>(x)));
+    }
+  }
+};
+
+struct IsNaNOp {
+  static constexpr TypeSet kTypes = TypeSet::kFloat;
+  static constexpr bool kBoolOutput = true;
+  template <typename C> bool operator()(C x) const { return std::isnan(x); }
+};
+struct IsInfOp {
+  static constexpr TypeSet kTypes = TypeSet::kFloat;
+  static constexpr bool kBoolOutput = true;
+  bool detect_positive;
+  bool detect_negative;
+  explicit IsInfOp(ir::AttrReader& a)
+      : detect_positive(a.get_int("detect_positive", 1) != 0), detect_negative(a.get_int("detect_negative", 1) != 0) {}
+  template <typename C> bool operator()(C x) const {
+    return std::isinf(x) && (x > 0 ? detect_positive : detect_negative);
+  }
+};
+
+struct NotOp {
+  static constexpr TypeSet kTypes = TypeSet::kBool;
+  bool operator()(bool x) const { return !x; }
+};
+struct BitwiseNotOp {
+  static constexpr TypeSet kTypes = TypeSet::kInt;
+  template <typename C> C operator()(C x) const { return static_cast<C>(~x); }
+};
+
+}  // namespace
+}  // namespace elementwise
+
+void register_unary_ops(OpRegistry& r) {
+  using namespace elementwise;
+  add_op(r, "Abs", 1, create_unary<AbsOp>);
+  add_op(r, "Neg", 1, create_unary<NegOp>);
+  add_op(r, "Sign", 9, create_unary<SignOp>);
+  add_op(r, "Floor", 1, create_unary<FloorOp>);
+  add_op(r, "Ceil", 1, create_unary<CeilOp>);
+  add_op(r, "Round", 11, create_unary<RoundOp>);
+  add_op(r, "Sqrt", 1, create_unary<SqrtOp>);
+  add_op(r, "Reciprocal", 1, create_unary<ReciprocalOp>);
+  add_op(r, "Exp", 1, create_unary<ExpOp>);
+  add_op(r, "Log", 1, create_unary<LogOp>);
+  add_op(r, "Sin", 7, create_unary<SinOp>);
+  add_op(r, "Cos", 7, create_unary<CosOp>);
+  add_op(r, "Tan", 7, create_unary<TanOp>);
+  add_op(r, "Asin", 7, create_unary<AsinOp>);
+  add_op(r, "Acos", 7, create_unary<AcosOp>);
+  add_op(r, "Atan", 7, create_unary<AtanOp>);
+  add_op(r, "Sinh", 9, create_unary<SinhOp>);
+  add_op(r, "Cosh", 9, create_unary<CoshOp>);
+  add_op(r, "Asinh", 9, create_unary<AsinhOp>);
+  add_op(r, "Acosh", 9, create_unary<AcoshOp>);
+  add_op(r, "Atanh", 9, create_unary<AtanhOp>);
+  add_op(r, "Tanh", 1, create_unary<TanhOp>);
+  add_op(r, "Sigmoid", 1, create_unary<SigmoidOp>);
+  add_op(r, "Erf", 9, create_unary<ErfOp>);
+  add_op(r, "IsNaN", 9, create_unary<IsNaNOp>);
+  add_op(r, "IsInf", 10, create_unary<IsInfOp>);
+  add_op(r, "Not", 1, create_unary<NotOp>);
+  add_op(r, "BitwiseNot", 18, create_unary<BitwiseNotOp>);
+}
+
+}  // namespace ember::kernels

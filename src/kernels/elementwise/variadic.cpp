@@ -1,0 +1,125 @@
+// Max, Min, Sum, Mean over any number of inputs with numpy broadcasting.
+// Every output element reads all inputs at its position before it is written,
+// so the output may share input 0's buffer.
+#include <type_traits>
+
+#include "kernels/elementwise/elementwise_common.h"
+
+namespace ember::kernels {
+namespace elementwise {
+namespace {
+
+// NaN in either operand propagates, as numpy's maximum/minimum do.
+struct MaxOp {
+  template <typename C> C combine(C acc, C x) const { return (acc != acc || acc > x) ? acc : x; }
+  template <typename C> C finish(C acc, int64_t) const { return acc; }
+};
+struct MinOp {
+  template <typename C> C combine(C acc, C x) const { return (acc != acc || acc < x) ? acc : x; }
+  template <typename C> C finish(C acc, int64_t) const { return acc; }
+};
+struct SumOp {
+  template <typename C> C combine(C acc, C x) const {
+    if constexpr (std::is_integral_v<C>) {
+      return static_cast<C>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(x));
+    } else {
+      return acc + x;
+    }
+  }
+  template <typename C> C finish(C acc, int64_t) const { return acc; }
+};
+struct MeanOp {
+  template <typename C> C combine(C acc, C x) const { return SumOp().combine(acc, x); }
+  template <typename C> C finish(C acc, int64_t n) const { return static_cast<C>(acc / static_cast<C>(n)); }
+};
+
+template <class Op>
+class VariadicKernel final : public OpKernel {
+ public:
+  explicit VariadicKernel(DType dtype) : dtype_(dtype) {}
+
+  Status infer(KernelContext& ctx) const override {
+    Shape out = ctx.input(0).shape();
+    for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+      auto s = broadcast_shapes(out, ctx.input(i).shape());
+      if (!s.is_ok()) return s.status().with_context(fmt::format("input {}: ", i));
+      out = std::move(s.value());
+    }
+    ctx.set_output(0, dtype_, std::move(out));
+    return Status::ok();
+  }
+
+  Status run(KernelContext& ctx) const override {
+    visit<TypeSet::kNumeric>(dtype_, [&](auto tag) { run_typed<typename decltype(tag)::type>(ctx); });
+    return Status::ok();
+  }
+
+  int inplace_input() const override { return 0; }
+
+ private:
+  template <typename T>
+  void run_typed(KernelContext& ctx) const {
+    using C = compute_t<T>;
+    Tensor& out = ctx.output(0);
+    T* po = out.data_as<T>();
+    const int64_t n = out.numel();
+    const size_t k = ctx.num_inputs();
+    const auto count = static_cast<int64_t>(k);
+    if (n == 0) return;
+    SmallVector<const T*, 8> in(k);
+    bool same_shape = true;
+    for (size_t i = 0; i < k; ++i) {
+      in[i] = ctx.input(i).template data_as<T>();
+      same_shape = same_shape && ctx.input(i).numel() == n;
+    }
+    const Op op;
+    if (same_shape) {
+      for (int64_t j = 0; j < n; ++j) {
+        C acc = static_cast<C>(in[0][j]);
+        for (size_t i = 1; i < k; ++i) acc = op.combine(acc, static_cast<C>(in[i][j]));
+        po[j] = static_cast<T>(op.finish(acc, count));
+      }
+      return;
+    }
+    BroadcastRows rows(out.shape());
+    for (size_t i = 0; i < k; ++i) rows.add_input(ctx.input(i).shape());
+    const int64_t len = rows.row_length();
+    for (int64_t r = 0; r < rows.num_rows(); ++r, rows.next_row()) {
+      T* ro = po + r * len;
+      for (int64_t j = 0; j < len; ++j) {
+        C acc = static_cast<C>(in[0][rows.offset(0) + j * rows.row_stride(0)]);
+        for (size_t i = 1; i < k; ++i) acc = op.combine(acc, static_cast<C>(in[i][rows.offset(i) + j * rows.row_stride(i)]));
+        ro[j] = static_cast<T>(op.finish(acc, count));
+      }
+    }
+  }
+
+  DType dtype_;
+};
+
+template <class Op>
+Result<std::unique_ptr<OpKernel>> create_variadic(const KernelInit& init) {
+  EMBER_RETURN_IF_ERROR(check_input_count(init, 1, SIZE_MAX));
+  const DType dtype = init.input_dtypes[0];
+  EMBER_RETURN_IF_ERROR(check_dtype<TypeSet::kNumeric>(dtype, 0, init.node.op_type));
+  for (size_t i = 1; i < init.input_dtypes.size(); ++i) {
+    if (init.input_dtypes[i] != dtype) {
+      return invalid_argument("input {} has dtype {}, expected {} like input 0", i, dtype_name(init.input_dtypes[i]),
+                              dtype_name(dtype));
+    }
+  }
+  return std::unique_ptr<OpKernel>(std::make_unique<VariadicKernel<Op>>(dtype));
+}
+
+}  // namespace
+}  // namespace elementwise
+
+void register_variadic_ops(OpRegistry& r) {
+  using namespace elementwise;
+  add_op(r, "Max", 1, create_variadic<MaxOp>);
+  add_op(r, "Min", 1, create_variadic<MinOp>);
+  add_op(r, "Sum", 1, create_variadic<SumOp>);
+  add_op(r, "Mean", 1, create_variadic<MeanOp>);
+}
+
+}  // namespace ember::kernels

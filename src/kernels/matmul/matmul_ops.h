@@ -1,0 +1,19 @@
+#pragma once
+// Kernel factories of the matmul family, registered in matmul_registry.cpp.
+#include "kernels/kernel.h"
+
+namespace ember::kernels {
+
+// Fails unless inputs 0..count-1 are present.
+Status require_inputs(const KernelInit& init, size_t count);
+
+Result<std::unique_ptr<OpKernel>> create_matmul(const KernelInit& init);
+Result<std::unique_ptr<OpKernel>> create_matmul_integer(const KernelInit& init);
+Result<std::unique_ptr<OpKernel>> create_gemm(const KernelInit& init);
+Result<std::unique_ptr<OpKernel>> create_conv(const KernelInit& init);
+Result<std::unique_ptr<OpKernel>> create_max_pool(const KernelInit& init);
+Result<std::unique_ptr<OpKernel>> create_average_pool(const KernelInit& init);
+Result<std::unique_ptr<OpKernel>> create_global_max_pool(const KernelInit& init);
+Result<std::unique_ptr<OpKernel>> create_global_average_pool(const KernelInit& init);
+
+}  // namespace ember::kernels

@@ -1,0 +1,15 @@
+#pragma once
+// Kernel factories of the normalization family, registered in norm_registry.cpp.
+#include "kernels/kernel.h"
+
+namespace ember::kernels {
+
+Result<std::unique_ptr<OpKernel>> create_layer_normalization(const KernelInit& init);
+Result<std::unique_ptr<OpKernel>> create_batch_normalization(const KernelInit& init);
+Result<std::unique_ptr<OpKernel>> create_instance_normalization(const KernelInit& init);
+
+// Fails unless inputs 0..required-1 are present and every present input has a
+// float dtype; with same_dtype, the dtype of input 0.
+Status check_float_inputs(const KernelInit& init, size_t required, bool same_dtype);
+
+}  // namespace ember::kernels

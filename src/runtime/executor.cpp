@@ -1,0 +1,245 @@
+#include "runtime/executor.h"
+
+#include <algorithm>
+
+#include "kernels/registry.h"
+
+namespace ember::runtime {
+
+struct Executor::RunState {
+  AlignedBuffer arena;
+  std::vector<Tensor> values;            // indexed by ValueId
+  std::vector<const Tensor*> in_ptrs;    // parallel to Plan::step_inputs
+  std::vector<Tensor*> out_ptrs;         // parallel to Plan::step_outputs
+  std::vector<ir::ValueId> dynamic_values;  // released after each run
+};
+
+struct Executor::PlanEntry {
+  std::shared_ptr<const Plan> plan;
+  std::vector<std::unique_ptr<RunState>> free_states;
+};
+
+namespace {
+
+// Plans kept per executor; a model whose input shapes keep changing replans the
+// least recently used one.
+constexpr size_t kMaxCachedPlans = 8;
+
+// A valid, never dereferenced address for zero-size inputs that arrive without data.
+alignas(kAlignment) char g_empty_data[kAlignment];
+
+class SubgraphExecutor : public kernels::CompiledSubgraph {
+ public:
+  explicit SubgraphExecutor(std::unique_ptr<Executor> e) : executor_(std::move(e)) {}
+  Status run(std::span<const Tensor* const> outer_values, std::vector<Tensor>& outputs) const override {
+    return executor_->run(outer_values, outputs);
+  }
+
+ private:
+  std::unique_ptr<Executor> executor_;
+};
+
+}  // namespace
+
+Executor::~Executor() = default;
+
+Result<std::unique_ptr<Executor>> Executor::create(std::shared_ptr<const ir::Graph> graph,
+                                                   std::vector<ir::ValueId> inputs) {
+  std::unique_ptr<Executor> e(new Executor());
+  e->graph_ = std::move(graph);
+  e->inputs_ = std::move(inputs);
+  size_t n = e->graph_->nodes.size();
+  e->owned_kernels_.resize(n);
+  e->kernels_ = std::vector<std::atomic<const kernels::OpKernel*>>(n);
+  // Create every kernel whose input dtypes are declared, so bad attributes and
+  // unsupported ops are reported at load; dtypes flow through the graph in order.
+  std::vector<DType> dtype(e->graph_->values.size(), DType::kUndefined);
+  for (size_t i = 0; i < dtype.size(); ++i) {
+    const ir::Value& v = e->graph_->values[i];
+    dtype[i] = v.constant ? v.constant->dtype() : v.dtype;
+  }
+  std::vector<DType> in_dtypes;
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Node& node = e->graph_->nodes[i];
+    in_dtypes.clear();
+    bool known = true;
+    for (ir::ValueId id : node.inputs) {
+      DType t = id == ir::kNoValue ? DType::kUndefined : dtype[static_cast<size_t>(id)];
+      known = known && (id == ir::kNoValue || t != DType::kUndefined);
+      in_dtypes.push_back(t);
+    }
+    if (!known) continue;
+    EMBER_RETURN_IF_ERROR(e->kernel(static_cast<ir::NodeId>(i), in_dtypes).status());
+    for (ir::ValueId out : node.outputs) {
+      if (out != ir::kNoValue && e->graph_->value(out).dtype != DType::kUndefined) {
+        dtype[static_cast<size_t>(out)] = e->graph_->value(out).dtype;
+      }
+    }
+  }
+  return e;
+}
+
+Result<const kernels::OpKernel*> Executor::kernel(ir::NodeId n, std::span<const DType> input_dtypes) const {
+  const kernels::OpKernel* k = kernels_[static_cast<size_t>(n)].load(std::memory_order_acquire);
+  if (k) return k;
+  std::lock_guard<std::mutex> lock(kernel_mutex_);
+  k = kernels_[static_cast<size_t>(n)].load(std::memory_order_acquire);
+  if (k) return k;
+  const ir::Node& node = graph_->node(n);
+  std::vector<const Tensor*> constants;
+  for (ir::ValueId id : node.inputs) {
+    const ir::Value* v = id == ir::kNoValue ? nullptr : &graph_->value(id);
+    constants.push_back(v && v->constant && !v->is_graph_input ? &*v->constant : nullptr);
+  }
+  kernels::KernelInit init{node, input_dtypes, constants, const_cast<Executor*>(this), graph_.get()};
+  EMBER_ASSIGN_OR_RETURN(auto created, kernels::create_kernel(init));
+  k = created.get();
+  owned_kernels_[static_cast<size_t>(n)] = std::move(created);
+  kernels_[static_cast<size_t>(n)].store(k, std::memory_order_release);
+  return k;
+}
+
+Result<std::unique_ptr<kernels::CompiledSubgraph>> Executor::compile(std::shared_ptr<const ir::Graph> graph) {
+  std::vector<ir::ValueId> inputs(graph->inputs);
+  inputs.insert(inputs.end(), graph->outer_refs.begin(), graph->outer_refs.end());
+  EMBER_ASSIGN_OR_RETURN(auto executor, Executor::create(std::move(graph), std::move(inputs)));
+  return std::unique_ptr<kernels::CompiledSubgraph>(new SubgraphExecutor(std::move(executor)));
+}
+
+Result<std::shared_ptr<Executor::PlanEntry>> Executor::find_or_build_plan(std::span<const Tensor* const> inputs) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < plans_.size(); ++i) {
+    if (plans_[i]->plan->matches(inputs)) {
+      if (i != 0) std::rotate(plans_.begin(), plans_.begin() + static_cast<ptrdiff_t>(i), plans_.begin() + static_cast<ptrdiff_t>(i) + 1);
+      return plans_[0];
+    }
+  }
+  PlannerInput in{*graph_, inputs_, [this](ir::NodeId n, std::span<const DType> dtypes) { return kernel(n, dtypes); }};
+  EMBER_ASSIGN_OR_RETURN(auto plan, build_plan(in, inputs));
+  auto entry = std::make_shared<PlanEntry>();
+  entry->plan = std::move(plan);
+  if (plans_.size() == kMaxCachedPlans) plans_.pop_back();
+  plans_.insert(plans_.begin(), entry);
+  return entry;
+}
+
+std::unique_ptr<Executor::RunState> Executor::acquire_state(PlanEntry& entry) const {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!entry.free_states.empty()) {
+      auto state = std::move(entry.free_states.back());
+      entry.free_states.pop_back();
+      return state;
+    }
+  }
+  const Plan& plan = *entry.plan;
+  auto state = std::make_unique<RunState>();
+  state->arena.resize(plan.arena_bytes);
+  auto* base = static_cast<char*>(state->arena.data());
+  state->values.resize(plan.values.size());
+  for (size_t i = 0; i < plan.values.size(); ++i) {
+    const ValuePlan& v = plan.values[i];
+    state->values[i] = v.tensor;
+    if (v.storage == Storage::kArena) state->values[i].set_data(base + v.offset);
+    if (v.storage == Storage::kDynamic) state->dynamic_values.push_back(static_cast<ir::ValueId>(i));
+  }
+  for (ir::ValueId id : plan.step_inputs) state->in_ptrs.push_back(id == ir::kNoValue ? nullptr : &state->values[static_cast<size_t>(id)]);
+  for (ir::ValueId id : plan.step_outputs) state->out_ptrs.push_back(id == ir::kNoValue ? nullptr : &state->values[static_cast<size_t>(id)]);
+  return state;
+}
+
+void Executor::release_state(PlanEntry& entry, std::unique_ptr<RunState> state) const {
+  for (ir::ValueId id : state->dynamic_values) state->values[static_cast<size_t>(id)] = Tensor();
+  std::lock_guard<std::mutex> lock(mutex_);
+  entry.free_states.push_back(std::move(state));
+}
+
+Status Executor::run_step(const Plan& plan, const Step& step, RunState& state) const {
+  for (uint32_t i = 0; i < step.num_outputs; ++i) {
+    ir::ValueId id = plan.step_outputs[step.first_output + i];
+    if (id == ir::kNoValue) continue;
+    const ValuePlan& v = plan.values[static_cast<size_t>(id)];
+    if (v.storage == Storage::kView) state.values[static_cast<size_t>(id)].set_data(state.values[static_cast<size_t>(v.view_of)].data());
+  }
+  if (step.view) return Status::ok();
+  kernels::KernelContext ctx({state.in_ptrs.data() + step.first_input, step.num_inputs},
+                             {state.out_ptrs.data() + step.first_output, step.num_outputs});
+  Status st = step.kernel->run(ctx);
+  if (!st.is_ok()) return st.with_context(graph_->node(step.node).label() + ": ");
+  return st;
+}
+
+Status Executor::run_dynamic_step(const Plan& plan, const Step& step, RunState& state) const {
+  const ir::Node& node = graph_->node(step.node);
+  std::span<const Tensor* const> ins(state.in_ptrs.data() + step.first_input, step.num_inputs);
+  std::span<Tensor* const> outs(state.out_ptrs.data() + step.first_output, step.num_outputs);
+  const kernels::OpKernel* k = step.kernel;
+  if (!k) {
+    std::vector<DType> dtypes;
+    for (const Tensor* t : ins) dtypes.push_back(t ? t->dtype() : DType::kUndefined);
+    EMBER_ASSIGN_OR_RETURN(k, kernel(step.node, dtypes));
+  }
+  kernels::KernelContext ctx(ins, outs);
+  Status st = k->infer(ctx);
+  if (!st.is_ok()) return st.with_context(node.label() + ": ");
+  if (k->is_view()) {
+    outs[0]->set_data(const_cast<void*>(ins[0]->data()));
+    return Status::ok();
+  }
+  if (!k->allocates_outputs()) {
+    for (Tensor* out : outs) {
+      if (out) *out = Tensor::allocate_uninitialized(out->dtype(), out->shape());
+    }
+  }
+  st = k->run(ctx);
+  if (!st.is_ok()) return st.with_context(node.label() + ": ");
+  return st;
+}
+
+Status Executor::run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const {
+  if (inputs.size() != inputs_.size()) {
+    return invalid_argument("expected {} inputs, got {}", inputs_.size(), inputs.size());
+  }
+  EMBER_ASSIGN_OR_RETURN(std::shared_ptr<PlanEntry> entry, find_or_build_plan(inputs));
+  const Plan& plan = *entry->plan;
+  std::unique_ptr<RunState> state = acquire_state(*entry);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) continue;
+    void* data = const_cast<void*>(inputs[i]->data());
+    state->values[static_cast<size_t>(inputs_[i])].set_data(data ? data : g_empty_data);
+  }
+  const auto& graph_outputs = graph_->outputs;
+  outputs.resize(graph_outputs.size());
+  for (size_t k = 0; k < graph_outputs.size(); ++k) {
+    const ValuePlan& v = plan.values[static_cast<size_t>(graph_outputs[k])];
+    if (v.storage != Storage::kOutput || v.output_index != static_cast<int32_t>(k)) continue;
+    Tensor& out = outputs[k];
+    if (out.owns_unique_storage() && out.nbytes() == v.tensor.nbytes() && out.dtype() == v.tensor.dtype()) {
+      out.set_shape(v.tensor.shape());
+    } else {
+      out = Tensor::allocate_uninitialized(v.tensor.dtype(), v.tensor.shape());
+    }
+    state->values[static_cast<size_t>(graph_outputs[k])].set_data(out.data());
+  }
+  Status st;
+  for (const Step& step : plan.steps) {
+    st = step.dynamic ? run_dynamic_step(plan, step, *state) : run_step(plan, step, *state);
+    if (!st.is_ok()) break;
+  }
+  if (st.is_ok()) {
+    for (size_t k = 0; k < graph_outputs.size(); ++k) {
+      const ValuePlan& v = plan.values[static_cast<size_t>(graph_outputs[k])];
+      if (v.output_index == static_cast<int32_t>(k) && v.storage == Storage::kOutput) continue;
+      Tensor& value = state->values[static_cast<size_t>(graph_outputs[k])];
+      if (v.output_index == static_cast<int32_t>(k) && value.owns_unique_storage()) {
+        outputs[k] = std::move(value);
+      } else {
+        outputs[k] = value.clone();
+      }
+    }
+  }
+  release_state(*entry, std::move(state));
+  return st;
+}
+
+}  // namespace ember::runtime

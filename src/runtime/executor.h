@@ -1,0 +1,57 @@
+#pragma once
+// Executor: runs one graph (the model, or a subgraph of an If) over plans cached
+// per input-shape signature. Thread-safe: plans are shared read-only; each run
+// takes its own RunState (arena + value table) from a pool.
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "base/buffer.h"
+#include "base/status.h"
+#include "ir/graph.h"
+#include "kernels/kernel.h"
+#include "runtime/plan.h"
+
+namespace ember::runtime {
+
+class Executor : public kernels::SubgraphCompiler {
+ public:
+  // `inputs`: the values fed by the caller, in order (graph inputs, or a
+  // subgraph's outer references). Creates every kernel whose input dtypes are
+  // known now; the rest are created when a run first sees their dtypes.
+  static Result<std::unique_ptr<Executor>> create(std::shared_ptr<const ir::Graph> graph,
+                                                  std::vector<ir::ValueId> inputs);
+  ~Executor() override;
+
+  // `inputs[i]` may be nullptr for a value with a default. Outputs in graph order.
+  Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const;
+
+  Result<std::unique_ptr<kernels::CompiledSubgraph>> compile(std::shared_ptr<const ir::Graph> graph) override;
+
+  const ir::Graph& graph() const { return *graph_; }
+
+ private:
+  struct RunState;
+  struct PlanEntry;
+  Executor() = default;
+
+  Result<const kernels::OpKernel*> kernel(ir::NodeId n, std::span<const DType> input_dtypes) const;
+  Result<std::shared_ptr<PlanEntry>> find_or_build_plan(std::span<const Tensor* const> inputs) const;
+  std::unique_ptr<RunState> acquire_state(PlanEntry& entry) const;
+  void release_state(PlanEntry& entry, std::unique_ptr<RunState> state) const;
+  Status run_step(const Plan& plan, const Step& step, RunState& state) const;
+  Status run_dynamic_step(const Plan& plan, const Step& step, RunState& state) const;
+
+  std::shared_ptr<const ir::Graph> graph_;
+  std::vector<ir::ValueId> inputs_;
+  // Kernels are created once; slots filled late are published under mutex_.
+  mutable std::vector<std::unique_ptr<kernels::OpKernel>> owned_kernels_;
+  mutable std::vector<std::atomic<const kernels::OpKernel*>> kernels_;
+  mutable std::mutex kernel_mutex_;
+  mutable std::mutex mutex_;  // plans_ and their free RunStates
+  mutable std::vector<std::shared_ptr<PlanEntry>> plans_;  // most recent first
+};
+
+}  // namespace ember::runtime

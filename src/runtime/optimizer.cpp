@@ -1,0 +1,85 @@
+#include "runtime/optimizer.h"
+
+#include <string_view>
+
+#include "ir/passes.h"
+#include "kernels/registry.h"
+
+namespace ember::runtime {
+namespace {
+
+// Folding must not turn a small graph into a large file-sized constant.
+constexpr size_t kMaxFoldedBytes = size_t{16} << 20;
+
+bool is_foldable_constant(const ir::Value& v) { return v.constant.has_value() && !v.is_graph_input; }
+
+bool is_nondeterministic(const ir::Node& node) {
+  std::string_view op = node.op_type;
+  return op.starts_with("Random") || op == "Multinomial" || op == "Bernoulli";
+}
+
+size_t fold_constants(ir::Graph& g) {
+  size_t folded = 0;
+  std::vector<DType> dtypes;
+  std::vector<const Tensor*> inputs;
+  for (ir::Node& node : g.nodes) {
+    if (node.removed || node.inputs.empty() || is_nondeterministic(node)) continue;
+    dtypes.clear();
+    inputs.clear();
+    bool all_constant = true;
+    for (ir::ValueId id : node.inputs) {
+      if (id == ir::kNoValue) {
+        dtypes.push_back(DType::kUndefined);
+        inputs.push_back(nullptr);
+        continue;
+      }
+      const ir::Value& v = g.value(id);
+      all_constant = all_constant && is_foldable_constant(v);
+      if (!all_constant) break;
+      dtypes.push_back(v.constant->dtype());
+      inputs.push_back(&*v.constant);
+    }
+    if (!all_constant) continue;
+    kernels::KernelInit init{node, dtypes, inputs, nullptr};
+    auto kernel = kernels::create_kernel(init);
+    // A node that cannot be built or evaluated here is left for the session to report.
+    if (!kernel.is_ok()) continue;
+    auto outputs = kernels::evaluate(**kernel, inputs, node.outputs.size());
+    if (!outputs.is_ok()) continue;
+    size_t bytes = 0;
+    for (const Tensor& t : *outputs) bytes += t.nbytes();
+    if (bytes > kMaxFoldedBytes) continue;
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i] != ir::kNoValue) g.value(node.outputs[i]).constant = std::move((*outputs)[i]);
+    }
+    node.removed = true;
+    ++folded;
+  }
+  if (folded) g.compact();
+  return folded;
+}
+
+}  // namespace
+
+OptimizeStats optimize_graph(ir::Graph& g) {
+  OptimizeStats stats;
+  for (ir::Node& node : g.nodes) {
+    for (ir::Attribute& a : node.attributes) {
+      if (a.g) {
+        OptimizeStats sub = optimize_graph(*a.g);
+        stats.folded += sub.folded;
+        stats.dead_removed += sub.dead_removed;
+      }
+      for (auto& sg : a.graphs) {
+        OptimizeStats sub = optimize_graph(*sg);
+        stats.folded += sub.folded;
+        stats.dead_removed += sub.dead_removed;
+      }
+    }
+  }
+  stats.folded += fold_constants(g);
+  stats.dead_removed += ir::eliminate_dead_nodes(g);
+  return stats;
+}
+
+}  // namespace ember::runtime

@@ -1,0 +1,100 @@
+#include "runtime/session.h"
+
+#include "onnx/model_loader.h"
+#include "runtime/executor.h"
+#include "runtime/optimizer.h"
+
+namespace ember::runtime {
+namespace {
+
+IoInfo io_info(const ir::Value& v) {
+  IoInfo info;
+  info.name = v.name;
+  info.dtype = v.constant && v.dtype == DType::kUndefined ? v.constant->dtype() : v.dtype;
+  info.has_shape = v.has_shape;
+  info.shape = v.shape;
+  info.has_default = v.constant.has_value();
+  return info;
+}
+
+class SessionImpl final : public Session {
+ public:
+  SessionImpl(std::shared_ptr<ir::Graph> graph, std::unique_ptr<Executor> executor)
+      : graph_(std::move(graph)), executor_(std::move(executor)) {
+    for (ir::ValueId id : graph_->inputs) inputs_.push_back(io_info(graph_->value(id)));
+    for (ir::ValueId id : graph_->outputs) outputs_.push_back(io_info(graph_->value(id)));
+  }
+
+  const std::vector<IoInfo>& inputs() const override { return inputs_; }
+  const std::vector<IoInfo>& outputs() const override { return outputs_; }
+  const ir::Graph& graph() const override { return *graph_; }
+
+  Result<std::vector<Tensor>> run(std::span<const NamedInput> named) const override {
+    std::vector<const Tensor*> ordered(inputs_.size(), nullptr);
+    for (const NamedInput& in : named) {
+      size_t i = 0;
+      while (i < inputs_.size() && inputs_[i].name != in.name) ++i;
+      if (i == inputs_.size()) {
+        std::string known;
+        for (const IoInfo& info : inputs_) known += (known.empty() ? "'" : ", '") + info.name + "'";
+        return invalid_argument("unknown input '{}'; the model's inputs are {}", in.name, known);
+      }
+      if (ordered[i]) return invalid_argument("input '{}' is given twice", in.name);
+      ordered[i] = in.tensor;
+    }
+    std::vector<Tensor> outputs;
+    EMBER_RETURN_IF_ERROR(run(ordered, outputs));
+    return outputs;
+  }
+
+  Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const override {
+    if (inputs.size() != inputs_.size()) {
+      return invalid_argument("the model has {} inputs, {} were given", inputs_.size(), inputs.size());
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) EMBER_RETURN_IF_ERROR(check_input(inputs_[i], inputs[i]));
+    return executor_->run(inputs, outputs);
+  }
+
+ private:
+  static Status check_input(const IoInfo& info, const Tensor* t) {
+    if (!t) {
+      if (info.has_default) return Status::ok();
+      return invalid_argument("input '{}' is missing", info.name);
+    }
+    if (info.dtype != DType::kUndefined && t->dtype() != info.dtype) {
+      return invalid_argument("input '{}' must be {}, got {}", info.name, dtype_name(info.dtype), dtype_name(t->dtype()));
+    }
+    if (!info.has_shape) return Status::ok();
+    if (t->rank() != static_cast<int64_t>(info.shape.size())) {
+      return invalid_argument("input '{}' must have rank {}, got shape {}", info.name, info.shape.size(),
+                              shape_to_string(t->shape()));
+    }
+    for (size_t d = 0; d < info.shape.size(); ++d) {
+      if (info.shape[d].known() && info.shape[d].value != t->dim(static_cast<int64_t>(d))) {
+        return invalid_argument("input '{}' dimension {} must be {}, got shape {}", info.name, d, info.shape[d].value,
+                                shape_to_string(t->shape()));
+      }
+    }
+    return Status::ok();
+  }
+
+  std::shared_ptr<ir::Graph> graph_;
+  std::unique_ptr<Executor> executor_;
+  std::vector<IoInfo> inputs_;
+  std::vector<IoInfo> outputs_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Graph> graph, SessionOptions options) {
+  if (options.optimize) optimize_graph(*graph);
+  EMBER_ASSIGN_OR_RETURN(auto executor, Executor::create(graph, graph->inputs));
+  return std::unique_ptr<Session>(new SessionImpl(std::move(graph), std::move(executor)));
+}
+
+Result<std::unique_ptr<Session>> Session::load(const std::string& path, SessionOptions options) {
+  EMBER_ASSIGN_OR_RETURN(onnx::LoadedModel model, onnx::load_model(path));
+  return create(std::move(model.graph), options);
+}
+
+}  // namespace ember::runtime

@@ -1,0 +1,29 @@
+#pragma once
+// Element-wise comparison of an Ember result against a reference result.
+//
+// Integer and bool tensors must match exactly. Floating-point elements a (actual)
+// and b (expected) match when |a - b| <= atol + rtol * |b|, or when both are NaN,
+// or when both are the same infinity.
+#include "base/status.h"
+#include "base/tensor.h"
+
+namespace ember::ortref {
+
+struct Tolerance {
+  double rtol = 0;
+  double atol = 0;
+};
+
+// The whole-model tolerance for `dtype` (0/0, i.e. exact, for integers and bool);
+// the table and the reason for each entry live in compare.cpp.
+Tolerance default_tolerance(DType dtype);
+
+// OK when dtypes, shapes and every element match; otherwise an error naming the
+// first mismatching element (flat and multi-dimensional index, both values), the
+// number of mismatches and the largest absolute and relative errors.
+Status compare(const Tensor& actual, const Tensor& expected, Tolerance tolerance);
+inline Status compare(const Tensor& actual, const Tensor& expected) {
+  return compare(actual, expected, default_tolerance(expected.dtype()));
+}
+
+}  // namespace ember::ortref
