@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up on a fresh Debian 12 machine: Debian packages, ONNX Runtime
-# 1.30 (library and C API headers) from npm into third_party/ (git-ignored).
+# 1.30 (library and C API headers) from npm into third_party/ (git-ignored), and
+# the Python packages onnx and numpy for python3 on PATH.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -30,5 +31,9 @@ if [ ! -f "$ort/lib/libonnxruntime.so.1" ] || [ ! -f "$ort/include/onnxruntime_e
   headers="package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64_x86_64-simulator/onnxruntime.framework/Headers"
   tar -xzf "$tmp"/com.github.asus4.onnxruntime-0.4.9.tgz -C "$tmp" "$headers"
   cp "$tmp/$headers"/*.h "$ort/include/"
+fi
+# Python references used by a few tests (onnx reads what Ember writes).
+if ! python3 -c "import onnx, numpy" >/dev/null 2>&1; then
+  python3 -m pip install --quiet --disable-pip-version-check onnx numpy
 fi
 echo "setup: ok (ONNX Runtime in $ort)"

@@ -118,9 +118,24 @@ Result<std::shared_ptr<Executor::PlanEntry>> Executor::find_or_build_plan(std::s
   EMBER_ASSIGN_OR_RETURN(auto plan, build_plan(in, inputs));
   auto entry = std::make_shared<PlanEntry>();
   entry->plan = std::move(plan);
+  ++plans_built_;
   if (plans_.size() == kMaxCachedPlans) plans_.pop_back();
   plans_.insert(plans_.begin(), entry);
   return entry;
+}
+
+ExecutorStats Executor::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ExecutorStats s;
+  s.plans_built = plans_built_;
+  s.plans_cached = plans_.size();
+  if (!plans_.empty()) {
+    const Plan& p = *plans_.front()->plan;
+    s.arena_bytes = p.arena_bytes;
+    s.steps = p.steps.size();
+    for (const Step& step : p.steps) s.dynamic_steps += step.dynamic ? 1 : 0;
+  }
+  return s;
 }
 
 std::unique_ptr<Executor::RunState> Executor::acquire_state(PlanEntry& entry) const {

@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "ir/graph.h"
 #include "kernels/kernel.h"
+#include "runtime/executor_stats.h"
 #include "runtime/plan.h"
 
 namespace ember::runtime {
@@ -31,6 +32,7 @@ class Executor : public kernels::SubgraphCompiler {
   Result<std::unique_ptr<kernels::CompiledSubgraph>> compile(std::shared_ptr<const ir::Graph> graph) override;
 
   const ir::Graph& graph() const { return *graph_; }
+  ExecutorStats stats() const;
 
  private:
   struct RunState;
@@ -52,6 +54,7 @@ class Executor : public kernels::SubgraphCompiler {
   mutable std::mutex kernel_mutex_;
   mutable std::mutex mutex_;  // plans_ and their free RunStates
   mutable std::vector<std::shared_ptr<PlanEntry>> plans_;  // most recent first
+  mutable size_t plans_built_ = 0;
 };
 
 }  // namespace ember::runtime

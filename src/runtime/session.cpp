@@ -28,6 +28,7 @@ class SessionImpl final : public Session {
   const std::vector<IoInfo>& inputs() const override { return inputs_; }
   const std::vector<IoInfo>& outputs() const override { return outputs_; }
   const ir::Graph& graph() const override { return *graph_; }
+  ExecutorStats stats() const override { return executor_->stats(); }
 
   Result<std::vector<Tensor>> run(std::span<const NamedInput> named) const override {
     std::vector<const Tensor*> ordered(inputs_.size(), nullptr);

@@ -8,6 +8,7 @@
 #include "base/status.h"
 #include "base/tensor.h"
 #include "ir/graph.h"
+#include "runtime/executor_stats.h"
 
 namespace ember::runtime {
 
@@ -47,6 +48,7 @@ class Session {
 
   // The optimized graph (for `ember info`).
   virtual const ir::Graph& graph() const = 0;
+  virtual ExecutorStats stats() const = 0;
 };
 
 }  // namespace ember::runtime

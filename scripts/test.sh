@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The README's second command (and CI's): set up, build, run every test suite.
+# EMBER_SANITIZE=1 builds into build-asan/ with AddressSanitizer and UBSan.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ "${EMBER_SANITIZE:-0}" = 1 ]; then
+  export EMBER_BUILD_DIR="${EMBER_BUILD_DIR:-$root/build-asan}"
+  bash "$root/scripts/build.sh" -DEMBER_SANITIZE=ON
+else
+  bash "$root/scripts/build.sh"
+fi
+cd "${EMBER_BUILD_DIR:-$root/build}"
+ctest --output-on-failure -j "$(nproc)"

@@ -1,0 +1,16 @@
+#pragma once
+#include <cstddef>
+
+namespace ember::runtime {
+
+// What the executor has planned, for tests, `ember info` and benchmarks.
+struct ExecutorStats {
+  size_t plans_built = 0;   // plans made so far (one per new input-shape signature)
+  size_t plans_cached = 0;
+  // Of the most recently used plan:
+  size_t arena_bytes = 0;   // one arena holds every intermediate
+  size_t steps = 0;         // nodes run per run (plan-time-evaluated nodes excluded)
+  size_t dynamic_steps = 0; // nodes whose shapes are only known while running
+};
+
+}  // namespace ember::runtime

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs `ember test-onnx` on one libonnx-testdata folder. Fails if fewer cases pass
+# than the folder's floor in floors.txt, or if a case FAILs that is not listed,
+# with its reason, in known_failures.txt.
+# Usage: check_floor.sh EMBER_BINARY FOLDER_NAME
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+ember="$1"
+name="$2"
+data="/usr/share/libonnx-testdata/data/$name"
+floor=$(awk -v n="$name" '$1 == n {print $2}' "$here/floors.txt")
+[ -n "$floor" ] || { echo "no floor for $name in floors.txt"; exit 1; }
+out=$("$ember" test-onnx "$data" || true)
+summary=$(printf '%s\n' "$out" | tail -n 1)
+passed=$(printf '%s\n' "$summary" | awk '{print $1}')
+echo "$name: $summary (floor $floor)"
+[[ "$passed" =~ ^[0-9]+$ ]] || { echo "could not read the pass count: $summary"; exit 1; }
+status=0
+while IFS= read -r line; do
+  case_name=$(printf '%s\n' "$line" | sed -E 's/^FAIL ([^:]+):.*/\1/')
+  if grep -qE "^$case_name " "$here/known_failures.txt"; then
+    echo "known: $line"
+  else
+    echo "NEW FAILURE: $line"
+    status=1
+  fi
+done < <(printf '%s\n' "$out" | grep -E '^FAIL' || true)
+if [ "$passed" -lt "$floor" ]; then
+  echo "$name: $passed passed, below the floor of $floor"
+  status=1
+fi
+exit $status

@@ -1,0 +1,301 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <new>
+#include <thread>
+
+#include "base/buffer.h"
+#include "graph_builder.h"
+#include "op_test_util.h"
+#include "runtime/session.h"
+
+// Counts operator new calls while g_counting is set, to check that a repeated run
+// with unchanged shapes does not allocate.
+static std::atomic<bool> g_counting{false};
+static std::atomic<size_t> g_allocations{0};
+
+void* operator new(size_t n) {
+  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+
+namespace ember {
+namespace {
+
+using runtime::Session;
+using test::GraphBuilder;
+using test::make_tensor;
+using test::values_of;
+
+std::unique_ptr<Session> make_session(std::shared_ptr<ir::Graph> g) {
+  auto s = Session::create(std::move(g));
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  return s.is_ok() ? std::move(s).value() : nullptr;
+}
+
+std::shared_ptr<ir::Graph> unary_chain(int length, int64_t n) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {n});
+  const char* ops[] = {"Relu", "Sigmoid", "Exp", "Neg", "Abs", "Tanh"};
+  std::string prev = "x";
+  for (int i = 0; i < length; ++i) {
+    std::string out = i + 1 == length ? "y" : "t" + std::to_string(i);
+    b.node(ops[i % 6], {prev}, {out});
+    prev = out;
+  }
+  return b.output("y").build();
+}
+
+TEST(Runtime, UnaryChainComputesAndReusesOneBuffer) {
+  constexpr int64_t n = 1000;
+  auto session = make_session(unary_chain(6, n));
+  ASSERT_TRUE(session);
+  std::vector<float> xs(n);
+  for (int64_t i = 0; i < n; ++i) xs[static_cast<size_t>(i)] = static_cast<float>(i - 500) / 100.0f;
+  Tensor x = make_tensor<float>({n}, xs);
+  std::vector<runtime::NamedInput> in = {{"x", &x}};
+  auto out = session->run(in);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  for (int64_t i = 0; i < n; ++i) {
+    double v = std::max(0.0, static_cast<double>(xs[static_cast<size_t>(i)]));
+    v = std::tanh(std::fabs(-std::exp(1.0 / (1.0 + std::exp(-v)))));
+    EXPECT_NEAR((*out)[0].data_as<float>()[i], v, 1e-5) << i;
+  }
+  // Five intermediates, each dead once the next op has read it: elementwise ops
+  // run in place, so the arena holds a single buffer.
+  EXPECT_EQ(session->stats().arena_bytes, align_up(n * sizeof(float)));
+}
+
+TEST(Runtime, RepeatedRunWithSameShapesDoesNotAllocate) {
+  auto session = make_session(unary_chain(10, 4096));
+  ASSERT_TRUE(session);
+  Tensor x = Tensor::allocate(DType::kF32, {4096});
+  std::vector<const Tensor*> inputs = {&x};
+  std::vector<Tensor> outputs;
+  ASSERT_TRUE(session->run(inputs, outputs).is_ok());
+  ASSERT_TRUE(session->run(inputs, outputs).is_ok());
+  g_allocations = 0;
+  g_counting = true;
+  Status st = session->run(inputs, outputs);
+  g_counting = false;
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_EQ(g_allocations.load(), 0u);
+}
+
+TEST(Runtime, ReplansOnlyWhenInputShapesChange) {
+  GraphBuilder b;
+  b.input("a", DType::kF32, {-1, 3}).input("b", DType::kF32, {3});
+  auto session = make_session(b.node("Add", {"a", "b"}, {"c"}).output("c").build());
+  ASSERT_TRUE(session);
+  Tensor a2 = make_tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor a4 = make_tensor<float>({4, 3}, std::vector<float>(12, 1.0f));
+  Tensor bias = make_tensor<float>({3}, {10, 20, 30});
+  auto run = [&](const Tensor& a) {
+    std::vector<runtime::NamedInput> in = {{"a", &a}, {"b", &bias}};
+    auto out = session->run(in);
+    EXPECT_TRUE(out.is_ok()) << out.status().to_string();
+    return out.is_ok() ? (*out)[0] : Tensor();
+  };
+  EXPECT_EQ(values_of<float>(run(a2)), (std::vector<float>{11, 22, 33, 14, 25, 36}));
+  run(a2);
+  EXPECT_EQ(session->stats().plans_built, 1u);
+  EXPECT_EQ(run(a4).shape(), (Shape{4, 3}));
+  EXPECT_EQ(session->stats().plans_built, 2u);
+  run(a2);
+  EXPECT_EQ(session->stats().plans_built, 2u);
+}
+
+TEST(Runtime, ShapeTensorChainIsEvaluatedWhilePlanning) {
+  // y = Reshape(x, Concat(Gather(Shape(x), 0), [-1])): the shape arithmetic runs
+  // once per plan, and the Reshape is a static step.
+  GraphBuilder b;
+  b.input("x", DType::kF32, {-1, 2, 3});
+  b.constant("zero", make_tensor<int64_t>({}, {0})).constant("minus_one", make_tensor<int64_t>({1}, {-1}));
+  b.node("Shape", {"x"}, {"s"});
+  b.node("Gather", {"s", "zero"}, {"batch"}, {test::attr_int("axis", 0)});
+  b.node("Unsqueeze", {"batch", "zero"}, {"batch1"});
+  b.node("Concat", {"batch1", "minus_one"}, {"shape"}, {test::attr_int("axis", 0)});
+  b.node("Reshape", {"x", "shape"}, {"y0"});
+  b.node("Relu", {"y0"}, {"y"});
+  auto session = make_session(b.output("y").build());
+  ASSERT_TRUE(session);
+  Tensor x = make_tensor<float>({2, 2, 3}, {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12});
+  std::vector<runtime::NamedInput> in = {{"x", &x}};
+  auto out = session->run(in);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ((*out)[0].shape(), (Shape{2, 6}));
+  EXPECT_EQ(values_of<float>((*out)[0]), (std::vector<float>{1, 0, 3, 0, 5, 0, 7, 0, 9, 0, 11, 0}));
+  EXPECT_EQ(session->stats().dynamic_steps, 0u);
+  EXPECT_EQ(session->stats().steps, 2u);  // Reshape (a view) and Relu
+}
+
+TEST(Runtime, DataDependentShapesRunDynamically) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {6});
+  b.node("NonZero", {"x"}, {"idx"});
+  b.node("Cast", {"idx"}, {"f"}, {test::attr_int("to", 1)});
+  auto session = make_session(b.output("f").build());
+  ASSERT_TRUE(session);
+  Tensor x = make_tensor<float>({6}, {0, 1, 0, 2, 3, 0});
+  std::vector<runtime::NamedInput> in = {{"x", &x}};
+  for (int i = 0; i < 3; ++i) {
+    auto out = session->run(in);
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    EXPECT_EQ((*out)[0].shape(), (Shape{1, 3}));
+    EXPECT_EQ(values_of<float>((*out)[0]), (std::vector<float>{1, 3, 4}));
+  }
+  EXPECT_EQ(session->stats().dynamic_steps, 2u);
+}
+
+TEST(Runtime, ZeroSizeTensorsFlowThrough) {
+  GraphBuilder b;
+  b.input("a", DType::kF32, {-1, 3}).input("b", DType::kF32, {3});
+  b.node("Add", {"a", "b"}, {"c"}).node("Relu", {"c"}, {"d"});
+  auto session = make_session(b.output("d").build());
+  ASSERT_TRUE(session);
+  Tensor a = Tensor(DType::kF32, {0, 3}, nullptr);
+  Tensor bias = make_tensor<float>({3}, {1, 2, 3});
+  std::vector<runtime::NamedInput> in = {{"a", &a}, {"b", &bias}};
+  auto out = session->run(in);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ((*out)[0].shape(), (Shape{0, 3}));
+}
+
+TEST(Runtime, ConcurrentRunsOnOneSessionGiveTheirOwnResults) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {256});
+  b.node("Mul", {"x", "x"}, {"sq"}).node("Add", {"sq", "x"}, {"y"});
+  auto session = make_session(b.output("y").build());
+  ASSERT_TRUE(session);
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int iter = 0; iter < 300; ++iter) {
+        float v = static_cast<float>(t * 1000 + iter);
+        Tensor x = make_tensor<float>({256}, std::vector<float>(256, v));
+        std::vector<const Tensor*> in = {&x};
+        std::vector<Tensor> out;
+        if (!session->run(in, out).is_ok()) {
+          ++mismatches;
+          continue;
+        }
+        for (int64_t i = 0; i < 256; ++i) {
+          if (out[0].data_as<float>()[i] != v * v + v) ++mismatches;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST(Runtime, GraphOutputThatIsAnInputOrConstantIsCopied) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {2});
+  b.constant("c", make_tensor<float>({2}, {7, 8}));
+  b.node("Identity", {"x"}, {"y"});
+  auto session = make_session(b.output("x").output("c").output("y").build());
+  ASSERT_TRUE(session);
+  Tensor x = make_tensor<float>({2}, {1, 2});
+  std::vector<runtime::NamedInput> in = {{"x", &x}};
+  auto out = session->run(in);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ(values_of<float>((*out)[0]), (std::vector<float>{1, 2}));
+  EXPECT_EQ(values_of<float>((*out)[1]), (std::vector<float>{7, 8}));
+  EXPECT_EQ(values_of<float>((*out)[2]), (std::vector<float>{1, 2}));
+  EXPECT_NE((*out)[0].data(), x.data());
+}
+
+TEST(Runtime, ConstantSubgraphsAreFoldedAtLoad) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {3});
+  b.constant("k", make_tensor<float>({3}, {1, 2, 3}));
+  b.node("Mul", {"k", "k"}, {"k2"}).node("Add", {"x", "k2"}, {"y"});
+  auto session = make_session(b.output("y").build());
+  ASSERT_TRUE(session);
+  EXPECT_EQ(session->graph().nodes.size(), 1u);
+  Tensor x = make_tensor<float>({3}, {1, 1, 1});
+  std::vector<runtime::NamedInput> in = {{"x", &x}};
+  auto out = session->run(in);
+  ASSERT_TRUE(out.is_ok());
+  EXPECT_EQ(values_of<float>((*out)[0]), (std::vector<float>{2, 5, 10}));
+}
+
+TEST(Runtime, DeadNodesAreRemoved) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {3});
+  b.node("Relu", {"x"}, {"y"}).node("Exp", {"x"}, {"unused"});
+  auto session = make_session(b.output("y").build());
+  ASSERT_TRUE(session);
+  ASSERT_EQ(session->graph().nodes.size(), 1u);
+  EXPECT_EQ(session->graph().nodes[0].op_type, "Relu");
+}
+
+class BadInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GraphBuilder b;
+    b.input("a", DType::kF32, {-1, 3});
+    session_ = make_session(b.node("Relu", {"a"}, {"b"}).output("b").build());
+    ASSERT_TRUE(session_);
+  }
+  std::string error_for(std::vector<runtime::NamedInput> in) {
+    auto out = session_->run(in);
+    EXPECT_FALSE(out.is_ok());
+    return out.status().to_string();
+  }
+  std::unique_ptr<Session> session_;
+};
+
+TEST_F(BadInput, MissingInputIsNamed) { EXPECT_NE(error_for({}).find("input 'a' is missing"), std::string::npos); }
+
+TEST_F(BadInput, WrongDtypeIsNamed) {
+  Tensor t = make_tensor<int32_t>({1, 3}, {1, 2, 3});
+  EXPECT_NE(error_for({{"a", &t}}).find("input 'a' must be float32, got int32"), std::string::npos);
+}
+
+TEST_F(BadInput, WrongRankIsNamed) {
+  Tensor t = make_tensor<float>({3}, {1, 2, 3});
+  EXPECT_NE(error_for({{"a", &t}}).find("input 'a' must have rank 2"), std::string::npos);
+}
+
+TEST_F(BadInput, WrongDimensionIsNamed) {
+  Tensor t = make_tensor<float>({1, 4}, {1, 2, 3, 4});
+  EXPECT_NE(error_for({{"a", &t}}).find("input 'a' dimension 1 must be 3"), std::string::npos);
+}
+
+TEST_F(BadInput, UnknownInputIsNamed) {
+  Tensor t = make_tensor<float>({1, 3}, {1, 2, 3});
+  EXPECT_NE(error_for({{"a", &t}, {"zzz", &t}}).find("unknown input 'zzz'"), std::string::npos);
+}
+
+TEST(Runtime, ShapeMismatchBetweenNodesNamesTheNode) {
+  GraphBuilder b;
+  b.input("a", DType::kF32, {-1}).input("b", DType::kF32, {-1});
+  auto session = make_session(b.node("Add", {"a", "b"}, {"c"}).output("c").build());
+  ASSERT_TRUE(session);
+  Tensor a = make_tensor<float>({2}, {1, 2});
+  Tensor c = make_tensor<float>({3}, {1, 2, 3});
+  std::vector<runtime::NamedInput> in = {{"a", &a}, {"b", &c}};
+  auto out = session->run(in);
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_NE(out.status().message().find("(Add)"), std::string::npos) << out.status().to_string();
+}
+
+TEST(Runtime, UnsupportedOpIsReportedAtLoad) {
+  GraphBuilder b;
+  b.input("a", DType::kF32, {2});
+  auto s = Session::create(b.node("NoSuchOp", {"a"}, {"b"}).output("b").build());
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kNotImplemented);
+  EXPECT_NE(s.status().message().find("NoSuchOp"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ember
