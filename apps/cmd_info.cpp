@@ -3,6 +3,7 @@
 #include <map>
 
 #include "commands.h"
+#include "ir/shape_inference.h"
 #include "kernels/registry.h"
 #include "onnx/model_loader.h"
 
@@ -38,14 +39,16 @@ void count_ops(const ir::Graph& g, std::map<std::string, std::pair<int, bool>>& 
 
 Command add_info(CLI::App& app) {
   auto model = std::make_shared<std::string>();
+  auto list_values = std::make_shared<bool>(false);
   app.add_option("model", *model, "Path of the .onnx file")->required();
-  return [model]() {
+  app.add_flag("--values", *list_values, "List every value with its inferred dtype and shape");
+  return [model, list_values]() {
     auto loaded = onnx::load_model(*model);
     if (!loaded.is_ok()) {
       fmt::print(stderr, "ember info: {}\n", loaded.status().to_string());
       return 1;
     }
-    const ir::Graph& g = *loaded->graph;
+    ir::Graph& g = *loaded->graph;
     fmt::print("model: {} (ir_version {}, producer {} {})\n", *model, loaded->ir_version, loaded->producer_name,
                loaded->producer_version);
     std::string opsets;
@@ -60,6 +63,23 @@ Command add_info(CLI::App& app) {
     for (ir::ValueId id : g.outputs) {
       const ir::Value& v = g.value(id);
       fmt::print("  {} {}{}\n", v.name, dtype_name(v.dtype), describe_shape(v));
+    }
+    auto inferred = ir::infer_symbolic_values(g);
+    if (!inferred.is_ok()) {
+      fmt::print("shape inference failed: {}\n", inferred.status().to_string());
+    } else {
+      auto print_value = [&](ir::ValueId id) {
+        const ir::SymbolicValue& s = (*inferred)[static_cast<size_t>(id)];
+        fmt::print("  {} {}{}\n", g.value(id).name, dtype_name(s.dtype), ir::sym_shape_to_string(s.shape));
+      };
+      fmt::print("inferred outputs:\n");
+      for (ir::ValueId id : g.outputs) print_value(id);
+      if (*list_values) {
+        fmt::print("values:\n");
+        for (size_t id = 0; id < g.values.size(); ++id) {
+          if (!g.values[id].constant) print_value(static_cast<ir::ValueId>(id));
+        }
+      }
     }
     size_t weight_bytes = 0, weights = 0;
     for (const ir::Value& v : g.values) {

@@ -61,6 +61,9 @@ Result<std::unique_ptr<Executor>> Executor::create(std::shared_ptr<const ir::Gra
   std::vector<DType> in_dtypes;
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = e->graph_->nodes[i];
+    if (!kernels::OpRegistry::instance().find(node.domain, node.op_type, node.opset)) {
+      return kernels::create_kernel({node, {}, {}, nullptr, e->graph_.get()}).status();
+    }
     in_dtypes.clear();
     bool known = true;
     for (ir::ValueId id : node.inputs) {

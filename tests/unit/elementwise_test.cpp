@@ -326,7 +326,8 @@ TEST(ElementwiseUnary, ClipForms) {
   expect_floats_near(values_of<float>(run1("Clip", {&x})), {-3, -1, 0, 2, kNaN});
   // min > max: everything becomes max.
   expect_floats_near(values_of<float>(run1("Clip", {&x, &hi, &lo})), {-1, -1, -1, -1, kNaN});
-  expect_floats_near(values_of<float>(run1("Clip", {&x}, {test::attr_float("min", -2), test::attr_float("max", 0.5f)}, 6)),
+  expect_floats_near(
+      values_of<float>(run1("Clip", {&x}, {test::attr_float("min", -2), test::attr_float("max", 0.5f)}, 6)),
                      {-2, -1, 0, 0.5f, kNaN});
   Tensor i = make_tensor<int8_t>({4}, {-128, -5, 5, 127});
   Tensor imax = make_tensor<int8_t>({}, {4});
@@ -411,7 +412,8 @@ TEST(ElementwiseCast, FloatToHalfRoundsToNearestEven) {
 
 TEST(ElementwiseCast, IntegerAndBoolConversions) {
   Tensor x = make_tensor<float>({5}, {1.9f, -1.9f, 0.0f, kNaN, 300.0f});
-  EXPECT_EQ(values_of<int32_t>(run1("Cast", {&x}, {test::attr_int("to", 6)})), (std::vector<int32_t>{1, -1, 0, 0, 300}));
+  EXPECT_EQ(values_of<int32_t>(run1("Cast", {&x}, {test::attr_int("to", 6)})),
+            (std::vector<int32_t>{1, -1, 0, 0, 300}));
   EXPECT_EQ(values_of<bool>(run1("Cast", {&x}, {test::attr_int("to", 9)})),
             (std::vector<bool>{true, true, false, true, true}));
   Tensor i = make_tensor<int64_t>({3}, {-1, 256, 255});

@@ -412,5 +412,39 @@ TEST(ArgMax, AxesKeepdimsSelectLastAndNaN) {
   EXPECT_EQ(shape_of(r.value()[0]), (Shape{0, 1}));
 }
 
+TEST(Unique, SortedUnsortedAxisAndNaN) {
+  Tensor x = make_tensor<float>({6}, {2, 1, 1, 3, 4, 3});
+  auto r = run_op("Unique", {&x}, {}, 4, 11);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(values_of<float>(r.value()[0]), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(values_of<int64_t>(r.value()[1]), (std::vector<int64_t>{1, 0, 3, 4}));
+  EXPECT_EQ(values_of<int64_t>(r.value()[2]), (std::vector<int64_t>{1, 0, 0, 2, 3, 2}));
+  EXPECT_EQ(values_of<int64_t>(r.value()[3]), (std::vector<int64_t>{2, 1, 2, 1}));
+  r = run_op("Unique", {&x}, {attr_int("sorted", 0)}, 4, 11);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(values_of<float>(r.value()[0]), (std::vector<float>{2, 1, 3, 4}));
+  EXPECT_EQ(values_of<int64_t>(r.value()[1]), (std::vector<int64_t>{0, 1, 3, 4}));
+  EXPECT_EQ(values_of<int64_t>(r.value()[2]), (std::vector<int64_t>{0, 1, 1, 2, 3, 2}));
+  EXPECT_EQ(values_of<int64_t>(r.value()[3]), (std::vector<int64_t>{1, 2, 2, 1}));
+
+  Tensor m = make_tensor<int32_t>({3, 3}, {2, 3, 4, 1, 0, 0, 2, 3, 4});
+  r = run_op("Unique", {&m}, {attr_int("axis", 0)}, 4, 11);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(shape_of(r.value()[0]), (Shape{2, 3}));
+  EXPECT_EQ(values_of<int32_t>(r.value()[0]), (std::vector<int32_t>{1, 0, 0, 2, 3, 4}));
+  EXPECT_EQ(values_of<int64_t>(r.value()[1]), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(values_of<int64_t>(r.value()[2]), (std::vector<int64_t>{1, 0, 1}));
+  EXPECT_EQ(values_of<int64_t>(r.value()[3]), (std::vector<int64_t>{1, 2}));
+
+  Tensor n = make_tensor<float>({3}, {kNaN, 1, kNaN});
+  r = run_op("Unique", {&n}, {}, 4, 11);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(values_of<int64_t>(r.value()[3]), (std::vector<int64_t>{1, 2}));
+  Tensor empty = make_tensor<float>({0}, {});
+  r = run_op("Unique", {&empty}, {}, 4, 11);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(shape_of(r.value()[0]), (Shape{0}));
+}
+
 }  // namespace
 }  // namespace ember

@@ -42,7 +42,8 @@ struct SeluOp {
   float alpha;
   float gamma;
   explicit SeluOp(ir::AttrReader& a)
-      : alpha(a.get_float("alpha", 1.67326319217681884765625f)), gamma(a.get_float("gamma", 1.05070102214813232421875f)) {}
+      : alpha(a.get_float("alpha", 1.67326319217681884765625f)),
+        gamma(a.get_float("gamma", 1.05070102214813232421875f)) {}
   template <typename C> C operator()(C x) const {
     return x > C(0) ? C(gamma) * x : C(gamma) * C(alpha) * std::expm1(x);
   }

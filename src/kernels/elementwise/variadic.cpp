@@ -88,7 +88,9 @@ class VariadicKernel final : public OpKernel {
       T* ro = po + r * len;
       for (int64_t j = 0; j < len; ++j) {
         C acc = static_cast<C>(in[0][rows.offset(0) + j * rows.row_stride(0)]);
-        for (size_t i = 1; i < k; ++i) acc = op.combine(acc, static_cast<C>(in[i][rows.offset(i) + j * rows.row_stride(i)]));
+        for (size_t i = 1; i < k; ++i) {
+          acc = op.combine(acc, static_cast<C>(in[i][rows.offset(i) + j * rows.row_stride(i)]));
+        }
         ro[j] = static_cast<T>(op.finish(acc, count));
       }
     }

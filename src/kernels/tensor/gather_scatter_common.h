@@ -1,7 +1,7 @@
 #pragma once
 // Shared pieces of the indexing kernels (Gather*, Scatter*, OneHot, NonZero,
-// Compress, CumSum, TopK, ArgMax/ArgMin, Unique): the factories the registry lists and
-// the index/element helpers their run() loops use.
+// Compress, CumSum, TopK, ArgMax/ArgMin, Unique): the factories the registry
+// lists and the index/element helpers their run() loops use.
 #include <cstdint>
 #include <memory>
 #include <string_view>

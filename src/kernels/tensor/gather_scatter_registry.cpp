@@ -1,5 +1,5 @@
-// The indexing ops (gather/scatter family, selections, OneHot, CumSum, Unique) and the
-// helpers their factories share.
+// The indexing ops (gather/scatter family, selections, OneHot, CumSum, Unique)
+// and the helpers their factories share.
 #include <climits>
 
 #include "kernels/registry.h"

@@ -31,12 +31,15 @@ Result<Reduction> read_reduction(const KernelInit& init, std::string_view op) {
 template <typename T, typename F>
 void visit_combine(Reduction r, F&& f) {
   using C = compute_t<T>;
+  auto reduce_with = [&f](auto op) {
+    f([op](T& d, T s) { d = static_cast<T>(static_cast<C>(op(static_cast<C>(d), static_cast<C>(s)))); });
+  };
   switch (r) {
     case Reduction::kNone: f([](T& d, T s) { d = s; }); break;
-    case Reduction::kAdd: f([](T& d, T s) { d = static_cast<T>(static_cast<C>(static_cast<C>(d) + static_cast<C>(s))); }); break;
-    case Reduction::kMul: f([](T& d, T s) { d = static_cast<T>(static_cast<C>(static_cast<C>(d) * static_cast<C>(s))); }); break;
-    case Reduction::kMax: f([](T& d, T s) { d = static_cast<T>(std::max(static_cast<C>(d), static_cast<C>(s))); }); break;
-    case Reduction::kMin: f([](T& d, T s) { d = static_cast<T>(std::min(static_cast<C>(d), static_cast<C>(s))); }); break;
+    case Reduction::kAdd: reduce_with([](C a, C b) { return a + b; }); break;
+    case Reduction::kMul: reduce_with([](C a, C b) { return a * b; }); break;
+    case Reduction::kMax: reduce_with([](C a, C b) { return std::max(a, b); }); break;
+    case Reduction::kMin: reduce_with([](C a, C b) { return std::min(a, b); }); break;
   }
 }
 

@@ -2,6 +2,7 @@
 // ONNX Runtime: NaN ranks above every number, ties go to the lower index.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "ir/graph.h"

@@ -1,0 +1,108 @@
+// Whole models from Debian's libonnx-testdata, run in Ember and in ONNX Runtime
+// on the cases' own inputs, outputs compared with the whole-model tolerances.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "compare.h"
+#include "onnx/model_loader.h"
+#include "ort_reference.h"
+#include "runtime/session.h"
+
+namespace fs = std::filesystem;
+
+namespace ember {
+namespace {
+
+constexpr const char* kData = "/usr/share/libonnx-testdata/data";
+
+struct Tally {
+  int compared = 0;
+  int unsupported = 0;
+  int ort_unsupported = 0;  // ONNX Runtime 1.30 has no kernel for an old opset the model uses
+  std::vector<std::string> mismatches;
+};
+
+std::vector<fs::path> input_files(const fs::path& set) {
+  std::vector<fs::path> files;
+  for (int i = 0; fs::exists(set / ("input_" + std::to_string(i) + ".pb")); ++i) {
+    files.push_back(set / ("input_" + std::to_string(i) + ".pb"));
+  }
+  return files;
+}
+
+void check_case(const fs::path& dir, Tally& tally) {
+  std::string name = dir.filename().string();
+  auto ember = runtime::Session::load((dir / "model.onnx").string());
+  if (!ember.is_ok()) {
+    ASSERT_EQ(ember.status().code(), StatusCode::kNotImplemented) << name << ": " << ember.status().to_string();
+    ++tally.unsupported;
+    return;
+  }
+  auto ort = ortref::OrtSession::load((dir / "model.onnx").string());
+  if (!ort.is_ok() && ort.status().code() == StatusCode::kNotImplemented) {
+    ++tally.ort_unsupported;
+    return;
+  }
+  ASSERT_TRUE(ort.is_ok()) << name << ": " << ort.status().to_string();
+  std::vector<onnx::NamedTensor> inputs;
+  for (const fs::path& p : input_files(dir / "test_data_set_0")) {
+    auto t = onnx::read_tensor_proto_file(p.string());
+    if (!t.is_ok()) {  // sequences and maps
+      ++tally.unsupported;
+      return;
+    }
+    inputs.push_back(std::move(*t));
+  }
+  const auto& declared = (*ember)->inputs();
+  std::vector<runtime::NamedInput> ember_in;
+  std::vector<ortref::OrtInput> ort_in;
+  for (size_t i = 0; i < inputs.size() && i < declared.size(); ++i) {
+    const std::string& input_name = inputs[i].name.empty() ? declared[i].name : inputs[i].name;
+    // ONNX 1.12's test data stores bfloat16 as uint16 bit patterns.
+    if (declared[i].dtype == DType::kBF16 && inputs[i].tensor.dtype() == DType::kU16) {
+      inputs[i].tensor.set_dtype(DType::kBF16);
+    }
+    ember_in.push_back({input_name, &inputs[i].tensor});
+    ort_in.push_back({input_name, &inputs[i].tensor});
+  }
+  auto ember_out = (*ember)->run(ember_in);
+  if (!ember_out.is_ok() && ember_out.status().code() == StatusCode::kNotImplemented) {
+    ++tally.unsupported;
+    return;
+  }
+  ASSERT_TRUE(ember_out.is_ok()) << name << ": " << ember_out.status().to_string();
+  auto ort_out = (*ort)->run(ort_in);
+  ASSERT_TRUE(ort_out.is_ok()) << name << ": " << ort_out.status().to_string();
+  ASSERT_EQ(ember_out->size(), ort_out->size()) << name;
+  ++tally.compared;
+  for (size_t k = 0; k < ort_out->size(); ++k) {
+    Status st = ortref::compare((*ember_out)[k], (*ort_out)[k]);
+    if (!st.is_ok()) tally.mismatches.push_back(name + " output " + std::to_string(k) + ": " + st.message());
+  }
+}
+
+Tally check_folder(const std::string& folder) {
+  Tally tally;
+  std::vector<fs::path> cases;
+  for (const auto& entry : fs::directory_iterator(fs::path(kData) / folder)) {
+    if (fs::exists(entry.path() / "model.onnx")) cases.push_back(entry.path());
+  }
+  std::sort(cases.begin(), cases.end());
+  for (const fs::path& c : cases) check_case(c, tally);
+  std::cout << folder << ": " << tally.compared << " models compared with ONNX Runtime, " << tally.unsupported
+            << " use ops or types Ember does not support, " << tally.ort_unsupported
+            << " use opsets ONNX Runtime no longer runs\n";
+  for (const std::string& m : tally.mismatches) ADD_FAILURE() << m;
+  return tally;
+}
+
+// The floors are the counts at the time each was written; they may only go up.
+TEST(WholeModelVsOrt, PytorchConverted) { EXPECT_GE(check_folder("pytorch-converted").compared, 57); }
+TEST(WholeModelVsOrt, PytorchOperator) { EXPECT_GE(check_folder("pytorch-operator").compared, 23); }
+TEST(WholeModelVsOrt, NodeTests) { EXPECT_GE(check_folder("node").compared, 736); }
+TEST(WholeModelVsOrt, Simple) { EXPECT_GE(check_folder("simple").compared, 6); }
+
+}  // namespace
+}  // namespace ember
