@@ -87,7 +87,7 @@ class SoftmaxKernel final : public OpKernel {
     for (int64_t d = 0; d < rank; ++d) {
       if (d < axis) {
         outer *= x.dim(d);
-      } else if (d == axis) {
+      } else if (d == axis || !per_axis_) {
         n *= x.dim(d);
       } else {
         inner *= x.dim(d);
