@@ -74,7 +74,10 @@ Result<Window3d> resolve_window(const WindowAttrs& a, std::span<const int64_t> i
         w.pad_begin[d] = a.pads.empty() ? 0 : a.pads[i];
         w.pad_end[d] = a.pads.empty() ? 0 : a.pads[i + rank];
         const int64_t span = w.in[d] + w.pad_begin[d] + w.pad_end[d] - extent;
-        if (span < 0) break;
+        if (span < 0) {
+          w.out[d] = 0;
+          break;
+        }
         w.out[d] = (a.ceil_mode ? (span + w.stride[d] - 1) / w.stride[d] : span / w.stride[d]) + 1;
         // A last window starting inside the end padding is dropped (as in ORT and PyTorch).
         if (a.ceil_mode && (w.out[d] - 1) * w.stride[d] >= w.in[d] + w.pad_begin[d]) --w.out[d];

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The `ember` command-line contracts (DESIGN.md): help for every command, run's
+# output files, perf's last line, info's report, and clear non-zero exits on
+# bad input.  Usage: check_cli.sh EMBER_BINARY
+set -uo pipefail
+ember="$1"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+demo="$root/models/demo"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+pass() { echo "ok: $1"; }
+fail() { echo "FAILED: $1"; failures=$((failures + 1)); }
+
+# expect_error NAME PATTERN CMD...: CMD exits non-zero and its stderr matches PATTERN.
+expect_error() {
+  local name="$1" pattern="$2"; shift 2
+  if "$@" >"$tmp/out" 2>"$tmp/err"; then
+    fail "$name: exited 0"
+  elif grep -qE "$pattern" "$tmp/err"; then
+    pass "$name"
+  else
+    fail "$name: stderr does not match '$pattern': $(cat "$tmp/err")"
+  fi
+}
+
+for cmd in "" test-onnx run perf info; do
+  if "$ember" $cmd --help >"$tmp/help" 2>&1 && grep -q "Usage" "$tmp/help"; then pass "help $cmd"; else fail "help $cmd"; fi
+done
+
+if "$ember" run "$demo/model.onnx" --input "x=$demo/x.npy" --output-dir "$tmp/run" >"$tmp/out" 2>&1 &&
+   [ -s "$tmp/run/output_0.pb" ] && [ -s "$tmp/run/output_0.npy" ] && grep -q "probs float32\[4,64\]" "$tmp/out"; then
+  pass "run writes output_0.pb and output_0.npy"
+else
+  fail "run on the demo model: $(cat "$tmp/out")"
+fi
+# Each row of a softmax sums to 1: a check of the values that does not use Ember.
+if python3 -c "
+import sys, numpy as np
+p = np.load('$tmp/run/output_0.npy')
+sys.exit(0 if p.shape == (4, 64) and np.allclose(p.sum(axis=1), 1, atol=1e-5) and (p > 0).all() else 1)"; then
+  pass "run's .npy output holds softmax rows"
+else
+  fail "run's .npy output is not a softmax"
+fi
+
+if "$ember" perf "$demo/model.onnx" --dim batch=2 --iters 20 --warmup 2 >"$tmp/out" 2>&1 &&
+   tail -n 1 "$tmp/out" | grep -qE '^p50_us=[0-9.]+ p90_us=[0-9.]+ min_us=[0-9.]+$'; then
+  pass "perf's last line"
+else
+  fail "perf: $(cat "$tmp/out")"
+fi
+
+if "$ember" info "$demo/model.onnx" >"$tmp/out" 2>&1 && grep -q "LayerNormalization" "$tmp/out" &&
+   grep -q "unsupported ops: none" "$tmp/out"; then
+  pass "info"
+else
+  fail "info: $(cat "$tmp/out")"
+fi
+
+head -c 1000 "$demo/model.onnx" >"$tmp/truncated.onnx"
+expect_error "truncated model" "truncated.onnx|past the end|truncated" "$ember" run "$tmp/truncated.onnx" --input "x=$demo/x.npy"
+expect_error "missing model file" "no_such.onnx" "$ember" info "$tmp/no_such.onnx"
+expect_error "perf needs symbolic dims" "batch" "$ember" perf "$demo/model.onnx" --iters 1
+expect_error "unknown input name" "unknown input 'y'" "$ember" run "$demo/model.onnx" --input "y=$demo/x.npy"
+expect_error "missing input" "input 'x' is missing" "$ember" run "$demo/model.onnx"
+expect_error "missing input file" "nope.npy" "$ember" run "$demo/model.onnx" --input "x=$tmp/nope.npy"
+python3 -c "import numpy as np; np.save('$tmp/wrong.npy', np.zeros((4, 63), np.float32)); np.save('$tmp/int.npy', np.zeros((4, 64), np.int32))"
+expect_error "wrong dimension" "input 'x' dimension 1 must be 64" "$ember" run "$demo/model.onnx" --input "x=$tmp/wrong.npy"
+expect_error "wrong dtype" "input 'x' must be float32, got int32" "$ember" run "$demo/model.onnx" --input "x=$tmp/int.npy"
+expect_error "bad --dim" "not a non-negative integer" "$ember" perf "$demo/model.onnx" --dim batch=abc
+
+echo "$failures failed"
+[ "$failures" -eq 0 ]
