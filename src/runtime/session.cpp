@@ -1,5 +1,6 @@
 #include "runtime/session.h"
 
+#include "ir/shape_inference.h"
 #include "onnx/model_loader.h"
 #include "runtime/executor.h"
 #include "runtime/optimizer.h"
@@ -88,6 +89,9 @@ class SessionImpl final : public Session {
 }  // namespace
 
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Graph> graph, SessionOptions options) {
+  // Symbolic shapes (and the consistency of declared ones) before optimization
+  // rewrites the graph.
+  EMBER_RETURN_IF_ERROR(ir::infer_shapes(*graph));
   if (options.optimize) optimize_graph(*graph);
   EMBER_ASSIGN_OR_RETURN(auto executor, Executor::create(graph, graph->inputs));
   return std::unique_ptr<Session>(new SessionImpl(std::move(graph), std::move(executor)));
