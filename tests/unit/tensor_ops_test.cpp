@@ -316,6 +316,11 @@ TEST(Slice, InputsWithNegativeStepsAndClamping) {
   Tensor e3 = i64s({std::numeric_limits<int64_t>::max()});
   Tensor ax3 = i64s({1});
   EXPECT_EQ(run1("Slice", {&x, &s3, &e3, &ax3}, {}, 13).shape(), (Shape{3, 3}));
+  Tensor last = i64s({-1});
+  Tensor before_first = i64s({std::numeric_limits<int64_t>::min()});
+  Tensor back = i64s({-1});
+  EXPECT_EQ(values_of<float>(run1("Slice", {&x, &last, &before_first, &ax3, &back}, {}, 13)),
+            (std::vector<float>{3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8}));
   Tensor empty_start = i64s({10});
   EXPECT_EQ(run1("Slice", {&x, &empty_start, &e3, &ax3}, {}, 13).shape(), (Shape{3, 0}));
 }

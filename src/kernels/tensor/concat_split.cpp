@@ -5,7 +5,7 @@
 #include "kernels/tensor/tensor_ops.h"
 #include "kernels/tensor/tensor_util.h"
 
-namespace ember::kernels {
+namespace ember::kernels::tensor_ops {
 namespace {
 
 // Product of dims [begin, end).
@@ -184,4 +184,4 @@ KernelResult create_split(const KernelInit& init) {
       new SplitKernel(axis, source, std::move(split_attr), num_outputs, dtype_size(init.input_dtypes[0])));
 }
 
-}  // namespace ember::kernels
+}  // namespace ember::kernels::tensor_ops

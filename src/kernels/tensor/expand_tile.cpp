@@ -3,7 +3,7 @@
 #include "kernels/tensor/tensor_ops.h"
 #include "kernels/tensor/tensor_util.h"
 
-namespace ember::kernels {
+namespace ember::kernels::tensor_ops {
 namespace {
 
 // Reads the shape-like input 1 (Expand's shape, Tile's repeats), or asks for its value.
@@ -133,4 +133,4 @@ KernelResult create_tile(const KernelInit& init) {
   return std::unique_ptr<OpKernel>(new TileKernel(single_axis, dtype_size(init.input_dtypes[0])));
 }
 
-}  // namespace ember::kernels
+}  // namespace ember::kernels::tensor_ops

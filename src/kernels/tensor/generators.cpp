@@ -8,7 +8,7 @@
 #include "kernels/tensor/tensor_ops.h"
 #include "kernels/tensor/tensor_util.h"
 
-namespace ember::kernels {
+namespace ember::kernels::tensor_ops {
 namespace {
 
 // The bits of `value` converted to one element of `dtype`.
@@ -242,4 +242,4 @@ KernelResult create_trilu(const KernelInit& init) {
   return std::unique_ptr<OpKernel>(new TriluKernel(upper != 0, dtype_size(init.input_dtypes[0])));
 }
 
-}  // namespace ember::kernels
+}  // namespace ember::kernels::tensor_ops

@@ -7,7 +7,7 @@
 #include "kernels/tensor/tensor_ops.h"
 #include "kernels/tensor/tensor_util.h"
 
-namespace ember::kernels {
+namespace ember::kernels::tensor_ops {
 namespace {
 
 enum class PadMode { kConstant, kReflect, kEdge, kWrap };
@@ -24,7 +24,7 @@ int64_t map_index(int64_t i, int64_t n, PadMode mode) {
       if (n == 1) return 0;
       int64_t period = 2 * (n - 1);
       int64_t m = (i % period + period) % period;
-      return m < n ? m : period - m - 1;
+      return m < n ? m : period - m;
     }
   }
 }
@@ -215,4 +215,4 @@ KernelResult create_pad(const KernelInit& init) {
       new PadKernel(mode, from_inputs, std::move(pads), value_bits(value, dtype), dtype_size(dtype)));
 }
 
-}  // namespace ember::kernels
+}  // namespace ember::kernels::tensor_ops

@@ -6,7 +6,7 @@
 #include "kernels/tensor/tensor_ops.h"
 #include "kernels/tensor/tensor_util.h"
 
-namespace ember::kernels {
+namespace ember::kernels::tensor_ops {
 namespace {
 
 class ShapeKernel final : public OpKernel {
@@ -309,4 +309,4 @@ KernelResult create_identity(const KernelInit& init) {
   return std::unique_ptr<OpKernel>(new IdentityKernel());
 }
 
-}  // namespace ember::kernels
+}  // namespace ember::kernels::tensor_ops

@@ -7,7 +7,7 @@
 #include "kernels/tensor/tensor_ops.h"
 #include "kernels/tensor/tensor_util.h"
 
-namespace ember::kernels {
+namespace ember::kernels::tensor_ops {
 namespace {
 
 struct SliceArgs {
@@ -145,4 +145,4 @@ KernelResult create_slice(const KernelInit& init) {
   return std::unique_ptr<OpKernel>(new SliceKernel(from_inputs, std::move(args), dtype_size(init.input_dtypes[0])));
 }
 
-}  // namespace ember::kernels
+}  // namespace ember::kernels::tensor_ops

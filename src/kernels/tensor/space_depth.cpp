@@ -2,7 +2,7 @@
 #include "kernels/tensor/tensor_ops.h"
 #include "kernels/tensor/tensor_util.h"
 
-namespace ember::kernels {
+namespace ember::kernels::tensor_ops {
 namespace {
 
 enum class Layout { kDepthToSpaceDcr, kDepthToSpaceCrd, kSpaceToDepth };
@@ -102,4 +102,4 @@ KernelResult create_space_to_depth(const KernelInit& init) {
       new SpaceDepthKernel(Layout::kSpaceToDepth, block, dtype_size(init.input_dtypes[0])));
 }
 
-}  // namespace ember::kernels
+}  // namespace ember::kernels::tensor_ops

@@ -2,7 +2,7 @@
 // Factories of the shape and data-movement kernels; tensor_registry.cpp lists them.
 #include "kernels/kernel.h"
 
-namespace ember::kernels {
+namespace ember::kernels::tensor_ops {
 
 using KernelResult = Result<std::unique_ptr<OpKernel>>;
 
@@ -35,4 +35,4 @@ KernelResult create_trilu(const KernelInit& init);
 KernelResult create_depth_to_space(const KernelInit& init);
 KernelResult create_space_to_depth(const KernelInit& init);
 
-}  // namespace ember::kernels
+}  // namespace ember::kernels::tensor_ops

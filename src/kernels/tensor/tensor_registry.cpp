@@ -8,6 +8,7 @@ namespace ember::kernels {
 // Each factory reads node.opset for the forms that changed between versions
 // (attribute vs input), so one entry spans an op's whole history.
 void register_tensor_ops(OpRegistry& r) {
+  using namespace tensor_ops;
   r.add({"", "Shape", 1, INT_MAX, create_shape});
   r.add({"", "Size", 1, INT_MAX, create_size});
   r.add({"", "Reshape", 1, INT_MAX, create_reshape});

@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-namespace ember::kernels {
+namespace ember::kernels::tensor_ops {
 namespace {
 
 template <typename U>
@@ -128,4 +128,4 @@ Result<IndexVec> read_index_input(const Tensor& t, std::string_view what) {
   return out;
 }
 
-}  // namespace ember::kernels
+}  // namespace ember::kernels::tensor_ops

@@ -11,7 +11,7 @@
 #include "base/tensor.h"
 #include "kernels/kernel.h"
 
-namespace ember::kernels {
+namespace ember::kernels::tensor_ops {
 
 // Index bookkeeping wide enough for Tile's doubled rank without touching the heap.
 using IndexVec = SmallVector<int64_t, 12>;
@@ -99,4 +99,4 @@ class ViewKernel : public OpKernel {
   }
 };
 
-}  // namespace ember::kernels
+}  // namespace ember::kernels::tensor_ops

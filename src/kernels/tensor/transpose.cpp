@@ -6,7 +6,7 @@
 #include "kernels/tensor/tensor_ops.h"
 #include "kernels/tensor/tensor_util.h"
 
-namespace ember::kernels {
+namespace ember::kernels::tensor_ops {
 namespace {
 
 // 32x32 tiles keep both the rows read and the rows written in L1 for 8-byte elements.
@@ -114,4 +114,4 @@ KernelResult create_transpose(const KernelInit& init) {
   return std::unique_ptr<OpKernel>(new TransposeKernel(has_perm, std::move(perm), dtype_size(init.input_dtypes[0])));
 }
 
-}  // namespace ember::kernels
+}  // namespace ember::kernels::tensor_ops
