@@ -15,24 +15,6 @@ namespace fs = std::filesystem;
 namespace ember::cli {
 namespace {
 
-// Cases known to need a looser tolerance than ONNX's default, with the reason.
-struct ToleranceOverride {
-  const char* case_name;
-  Tolerance tol;
-  const char* reason;
-};
-constexpr ToleranceOverride kToleranceOverrides[] = {
-    {"test_reduce_log_sum_exp_default_axes_keepdims_random", {1e-3, 1e-5},
-     "float32 exp sums over random inputs; the expected values come from float64 numpy"},
-};
-
-Tolerance tolerance_for(const std::string& name) {
-  for (const auto& o : kToleranceOverrides) {
-    if (name == o.case_name) return o.tol;
-  }
-  return Tolerance{};
-}
-
 // ONNX 1.12's test data stores bfloat16 tensors as uint16 bit patterns (numpy
 // has no bfloat16): read them as the bfloat16 the model declares.
 void read_as_declared_bfloat16(Tensor& t, DType declared) {
@@ -59,7 +41,7 @@ struct Outcome {
   std::string reason;
 };
 
-Outcome run_data_set(const runtime::Session& session, const fs::path& dir, Tolerance tol) {
+Outcome run_data_set(const runtime::Session& session, const fs::path& dir) {
   std::vector<onnx::NamedTensor> inputs;
   for (const fs::path& p : numbered_files(dir, "input")) {
     auto t = onnx::read_tensor_proto_file(p.string());
@@ -90,7 +72,7 @@ Outcome run_data_set(const runtime::Session& session, const fs::path& dir, Toler
     auto expected = onnx::read_tensor_proto_file(expected_files[k].string());
     if (!expected.is_ok()) return {Outcome::kSkip, fmt::format("output_{}.pb: {}", k, expected.status().to_string())};
     read_as_declared_bfloat16(expected->tensor, (*outputs)[k].dtype());
-    Status st = compare_tensors((*outputs)[k], expected->tensor, tol);
+    Status st = compare_tensors((*outputs)[k], expected->tensor, Tolerance{});
     if (!st.is_ok()) return {Outcome::kFail, fmt::format("{}: output {} ('{}'): {}", dir.filename().string(), k,
                                                          session.outputs()[k].name, st.message())};
   }
@@ -98,7 +80,6 @@ Outcome run_data_set(const runtime::Session& session, const fs::path& dir, Toler
 }
 
 Outcome run_case(const fs::path& dir) {
-  std::string name = dir.filename().string();
   auto session = runtime::Session::load((dir / "model.onnx").string());
   if (!session.is_ok()) {
     auto kind = session.status().code() == StatusCode::kNotImplemented ? Outcome::kSkip : Outcome::kFail;
@@ -116,7 +97,7 @@ Outcome run_case(const fs::path& dir) {
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return {Outcome::kFail, "no test_data_set_* folder"};
   for (const fs::path& set : sets) {
-    Outcome o = run_data_set(**session, set, tolerance_for(name));
+    Outcome o = run_data_set(**session, set);
     if (o.kind != Outcome::kPass) return o;
   }
   return {Outcome::kPass, ""};
