@@ -211,6 +211,7 @@ Status GraphBuilder::emit_constant(const NodeMsg& n, const Scope& scope, Pending
     return invalid_model("{}: unknown attribute '{}'", label_of(n), kind);
   }
   EMBER_RETURN_IF_ERROR(attrs.status());
+  if (t.dtype() == DType::kUndefined) return invalid_model("{}: attribute '{}' holds no tensor", label_of(n), kind);
   out.constants.push_back(NamedTensor{scope.map(n.outputs[0]), std::move(t)});
   return Status::ok();
 }
