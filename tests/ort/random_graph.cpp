@@ -35,6 +35,10 @@ struct Val {
   // through, whose tolerance the value needs (an f32 tanh cast to f64 still
   // carries f32 error).
   DType precision = DType::kUndefined;
+  // For inexact values: the largest bound of any value on their inexact path.
+  // Rounding errors scale with it, and cancellation (x - y, sums of mixed signs)
+  // can leave a small result carrying the absolute error of large intermediates.
+  double peak = 0;
 };
 
 enum class Fill { kData, kNonzero, kSmallInts };
@@ -112,6 +116,21 @@ std::string attr_string_of(const ir::Attribute& a) {
     case ir::AttrType::kInts: return fmt::format("{}=[{}]", a.name, fmt::join(a.ints, ","));
     default: return a.name;
   }
+}
+
+// The default tolerance of the coarsest precision involved, with atol raised to
+// a few units of roundoff of the largest intermediate magnitude: ONNX Runtime
+// sums f16 MatMul/ReduceSum in f16 where Ember sums in f32, and either side may
+// reorder sums, so results that cancel keep the absolute error of their terms.
+Tolerance output_tolerance(const Val& o) {
+  if (!is_float(o.dtype)) return {0, 0};
+  if (o.exact) return default_tolerance(o.dtype);
+  constexpr double kRoundoffUnits = 4;
+  const DType p = coarser(o.precision, o.dtype);
+  const double unit_roundoff = p == DType::kF16 ? 0x1p-11 : p == DType::kF32 ? 0x1p-24 : 0x1p-53;
+  Tolerance t = default_tolerance(p);
+  t.atol = std::max(t.atol, kRoundoffUnits * unit_roundoff * o.peak);
+  return t;
 }
 
 class Generator {
@@ -446,7 +465,8 @@ std::optional<Val> Generator::reduce(const std::string& op, const Val& v) {
   out.shape.clear();
   int64_t count = 1;
   for (int64_t a = 0; a < rank; ++a) {
-    bool reduced = all_axes || std::count(axes.begin(), axes.end(), a) || std::count(axes.begin(), axes.end(), a - rank);
+    const bool reduced =
+        all_axes || std::count(axes.begin(), axes.end(), a) || std::count(axes.begin(), axes.end(), a - rank);
     if (reduced) count *= v.shape[static_cast<size_t>(a)];
     if (!reduced) out.shape.push_back(v.shape[static_cast<size_t>(a)]);
     if (reduced && keepdims) out.shape.push_back(1);
@@ -476,23 +496,26 @@ std::optional<Val> Generator::softmax(const Val& v) {
 std::optional<Val> Generator::matmul(const Val& v) {
   if (v.dtype == DType::kBool || v.shape.empty()) return std::nullopt;
   const size_t r = v.shape.size();
-  // ONNX Runtime 1.30 fails to broadcast zero-size batch dims ("cannot
-  // broadcast on dim 0").
-  if (r > 2 && std::count(v.shape.begin(), v.shape.end() - 2, 0)) return std::nullopt;
   const bool left = r == 1 || chance(0.6);  // v @ w, else w @ v
   const int64_t k = left ? v.shape[r - 1] : v.shape[r - 2];
+  // ONNX Runtime 1.30 mishandles empty MatMuls: it fails to broadcast a zero
+  // batch dim or a 1-D operand against an empty one ("cannot broadcast on dim
+  // 0"), and leaves the output uninitialized when K is 0 instead of zero-filling.
+  const bool empty = shape_numel(v.shape) == 0;
+  if (k == 0 || (r > 2 && std::count(v.shape.begin(), v.shape.end() - 2, 0))) return std::nullopt;
   Shape w;
   if (left) {
     if (r >= 3 && chance(0.3)) w.push_back(chance(0.5) ? 1 : v.shape[r - 3]);
     w.push_back(k);
-    if (chance(0.8)) w.push_back(uniform(1, 4));
+    if (empty || chance(0.8)) w.push_back(uniform(1, 4));
   } else {
-    if (chance(0.8)) w.push_back(uniform(1, 4));
+    if (empty || chance(0.8)) w.push_back(uniform(1, 4));
     w.push_back(k);
   }
   auto out_shape = left ? matmul_shape(v.shape, w) : matmul_shape(w, v.shape);
   if (!out_shape || shape_numel(*out_shape) > kMaxNumel) return std::nullopt;
-  Val out{"", v.dtype, *out_shape, v.bound * fill_bound(v.dtype, Fill::kData) * static_cast<double>(std::max<int64_t>(k, 1)),
+  const double bound = v.bound * fill_bound(v.dtype, Fill::kData) * static_cast<double>(std::max<int64_t>(k, 1));
+  Val out{"", v.dtype, *out_shape, bound,
           v.exact && (dtype_is_int(v.dtype) || (v.dtype != DType::kF16 && k <= 1))};
   if (out.bound > limit_of(v.dtype)) return std::nullopt;
   Val p = fresh(v.dtype, w);
@@ -593,7 +616,10 @@ std::optional<Val> Generator::expand(const Val& v) {
 
 std::optional<Val> Generator::try_op(const std::string& op, const Val& v) {
   std::optional<Val> out = dispatch(op, v);
-  if (out && !out->exact) out->precision = coarser(v.precision, is_float(out->dtype) ? out->dtype : DType::kUndefined);
+  if (out && !out->exact) {
+    out->precision = coarser(v.precision, is_float(out->dtype) ? out->dtype : DType::kUndefined);
+    out->peak = std::max({v.peak, v.bound, out->bound});
+  }
   return out;
 }
 
@@ -635,11 +661,12 @@ RandomGraph Generator::build() {
   }
   if (produced.empty()) produced.push_back(v = *unary("Neg", v));  // the start type is never bool
   std::vector<Val> outputs{v};
-  if (produced.size() > 1 && chance(0.25)) outputs.push_back(produced[static_cast<size_t>(uniform(0, static_cast<int64_t>(produced.size()) - 2))]);
+  if (produced.size() > 1 && chance(0.25))
+    outputs.push_back(produced[static_cast<size_t>(uniform(0, static_cast<int64_t>(produced.size()) - 2))]);
   for (const Val& o : outputs) {
     builder_.add_output(o.name, o.dtype, std::vector<int64_t>(o.shape.begin(), o.shape.end()));
     graph_.outputs.push_back(o.name);
-    graph_.tolerance_types.push_back(is_float(o.dtype) ? coarser(o.precision, o.dtype) : o.dtype);
+    graph_.tolerances.push_back(output_tolerance(o));
   }
   graph_.description = fmt::format("seed {} opset {} outputs [{}]\n{}", graph_.seed, graph_.opset,
                                    fmt::join(graph_.outputs, ", "), graph_.description);

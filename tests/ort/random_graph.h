@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/tensor.h"
+#include "compare.h"
 
 namespace ember::ortref {
 
@@ -23,9 +24,9 @@ struct RandomGraph {
   std::string description;  // one line per node, with shapes, dtypes and attributes
   std::vector<std::pair<std::string, Tensor>> inputs;  // graph inputs with their values
   std::vector<std::string> outputs;
-  // Per output: the dtype whose default_tolerance() applies. Coarser than the
-  // output's own when the value was computed inexactly in a lower precision.
-  std::vector<DType> tolerance_types;
+  // Per output: default_tolerance() of the coarsest float type the value was
+  // computed in, with atol scaled to the magnitude of its intermediates.
+  std::vector<Tolerance> tolerances;
   std::vector<std::string> op_types;  // in node order
 };
 
