@@ -316,6 +316,13 @@ Status merge_output(const Value& v, const Node& node, SymbolicValue inferred, Sy
     return conflict("dtype");
   }
   if (inferred.dtype == DType::kUndefined) inferred.dtype = state.dtype;
+  // A rule that derives a negative size (e.g. a slice whose symbolic bounds cross)
+  // has proved nothing: keep the dim unknown rather than report a false conflict.
+  if (inferred.shape) {
+    for (DimExpr& d : *inferred.shape) {
+      if (auto c = d.as_constant(); c && *c < 0) d = DimExpr();
+    }
+  }
   if (state.shape && inferred.shape) {
     if (state.shape->size() != inferred.shape->size()) return conflict("shape");
     for (size_t i = 0; i < state.shape->size(); ++i) {

@@ -250,8 +250,10 @@ TEST(ShapeInferenceTest, SliceGatherExpandRangeOnShapeTensors) {
       .node("Expand", {"x", "tail"}, {"expanded"})
       .node("Gather", {"x", "positions"}, {"rows"}, {attr_int("axis", 1)});
   EXPECT_EQ(b.shape("tail"), "[2]");
-  EXPECT_EQ(b.shape("x_tail"), "[batch,seq-1,16]");
-  EXPECT_EQ(b.shape("x_last2"), "[batch,2,16]");
+  // seq[1:] is max(seq-1, 0) and seq[-2:] is min(seq, 2): neither is provable for
+  // a symbolic seq (a random graph with seq = 0 once contradicted "seq-1").
+  EXPECT_EQ(b.shape("x_tail"), "[batch,?,16]");
+  EXPECT_EQ(b.shape("x_last2"), "[batch,?,16]");
   EXPECT_EQ(b.shape("positions"), "[seq]");
   EXPECT_EQ(b.dtype("positions"), DType::kI64);
   EXPECT_EQ(b.shape("expanded"), "[batch,seq,16]");
