@@ -28,6 +28,18 @@ constexpr size_t kMaxCachedPlans = 8;
 // A valid, never dereferenced address for zero-size inputs that arrive without data.
 alignas(kAlignment) char g_empty_data[kAlignment];
 
+// True when `t`'s bytes overlap any input's: such an output buffer cannot be reused.
+bool overlaps_any(const Tensor& t, std::span<const Tensor* const> inputs) {
+  auto lo = reinterpret_cast<uintptr_t>(t.data());
+  uintptr_t hi = lo + t.nbytes();
+  for (const Tensor* in : inputs) {
+    if (!in || !in->data()) continue;
+    auto in_lo = reinterpret_cast<uintptr_t>(in->data());
+    if (in_lo < hi && lo < in_lo + in->nbytes()) return true;
+  }
+  return false;
+}
+
 class SubgraphExecutor : public kernels::CompiledSubgraph {
  public:
   explicit SubgraphExecutor(std::unique_ptr<Executor> e) : executor_(std::move(e)) {}
@@ -50,6 +62,7 @@ Result<std::unique_ptr<Executor>> Executor::create(std::shared_ptr<const ir::Gra
   e->inputs_ = std::move(inputs);
   size_t n = e->graph_->nodes.size();
   e->owned_kernels_.resize(n);
+  e->kernel_dtypes_.resize(n);
   e->kernels_ = std::vector<std::atomic<const kernels::OpKernel*>>(n);
   // Create every kernel whose input dtypes are declared, so bad attributes and
   // unsupported ops are reported at load; dtypes flow through the graph in order.
@@ -84,10 +97,25 @@ Result<std::unique_ptr<Executor>> Executor::create(std::shared_ptr<const ir::Gra
 
 Result<const kernels::OpKernel*> Executor::kernel(ir::NodeId n, std::span<const DType> input_dtypes) const {
   const kernels::OpKernel* k = kernels_[static_cast<size_t>(n)].load(std::memory_order_acquire);
-  if (k) return k;
-  std::lock_guard<std::mutex> lock(kernel_mutex_);
-  k = kernels_[static_cast<size_t>(n)].load(std::memory_order_acquire);
-  if (k) return k;
+  if (!k) {
+    std::lock_guard<std::mutex> lock(kernel_mutex_);
+    k = kernels_[static_cast<size_t>(n)].load(std::memory_order_acquire);
+    if (!k) {
+      EMBER_ASSIGN_OR_RETURN(k, create_kernel(n, input_dtypes));
+    }
+  }
+  // Written before the slot was published, so reading it after the acquire is safe.
+  const std::vector<DType>& built_for = kernel_dtypes_[static_cast<size_t>(n)];
+  if (!std::equal(built_for.begin(), built_for.end(), input_dtypes.begin(), input_dtypes.end())) {
+    std::string built, got;
+    for (DType t : built_for) built += std::string(built.empty() ? "" : ",") + std::string(dtype_name(t));
+    for (DType t : input_dtypes) got += std::string(got.empty() ? "" : ",") + std::string(dtype_name(t));
+    return invalid_argument("{}: built for input dtypes ({}), now given ({})", graph_->node(n).label(), built, got);
+  }
+  return k;
+}
+
+Result<const kernels::OpKernel*> Executor::create_kernel(ir::NodeId n, std::span<const DType> input_dtypes) const {
   const ir::Node& node = graph_->node(n);
   std::vector<const Tensor*> constants;
   for (ir::ValueId id : node.inputs) {
@@ -96,8 +124,9 @@ Result<const kernels::OpKernel*> Executor::kernel(ir::NodeId n, std::span<const 
   }
   kernels::KernelInit init{node, input_dtypes, constants, const_cast<Executor*>(this), graph_.get()};
   EMBER_ASSIGN_OR_RETURN(auto created, kernels::create_kernel(init));
-  k = created.get();
+  const kernels::OpKernel* k = created.get();
   owned_kernels_[static_cast<size_t>(n)] = std::move(created);
+  kernel_dtypes_[static_cast<size_t>(n)].assign(input_dtypes.begin(), input_dtypes.end());
   kernels_[static_cast<size_t>(n)].store(k, std::memory_order_release);
   return k;
 }
@@ -227,14 +256,18 @@ Status Executor::run(std::span<const Tensor* const> inputs, std::vector<Tensor>&
     state->values[static_cast<size_t>(inputs_[i])].set_data(data ? data : g_empty_data);
   }
   const auto& graph_outputs = graph_->outputs;
+  std::vector<Tensor> displaced;
   outputs.resize(graph_outputs.size());
   for (size_t k = 0; k < graph_outputs.size(); ++k) {
     const ValuePlan& v = plan.values[static_cast<size_t>(graph_outputs[k])];
     if (v.storage != Storage::kOutput || v.output_index != static_cast<int32_t>(k)) continue;
     Tensor& out = outputs[k];
-    if (out.owns_unique_storage() && out.nbytes() == v.tensor.nbytes() && out.dtype() == v.tensor.dtype()) {
+    bool is_input = overlaps_any(out, inputs);
+    if (out.owns_unique_storage() && out.nbytes() == v.tensor.nbytes() && out.dtype() == v.tensor.dtype() && !is_input) {
       out.set_shape(v.tensor.shape());
     } else {
+      // A caller may pass last run's output as this run's input: keep its bytes alive.
+      if (is_input) displaced.push_back(std::move(out));
       out = Tensor::allocate_uninitialized(v.tensor.dtype(), v.tensor.shape());
     }
     state->values[static_cast<size_t>(graph_outputs[k])].set_data(out.data());
@@ -249,7 +282,9 @@ Status Executor::run(std::span<const Tensor* const> inputs, std::vector<Tensor>&
       const ValuePlan& v = plan.values[static_cast<size_t>(graph_outputs[k])];
       if (v.output_index == static_cast<int32_t>(k) && v.storage == Storage::kOutput) continue;
       Tensor& value = state->values[static_cast<size_t>(graph_outputs[k])];
-      if (v.output_index == static_cast<int32_t>(k) && value.owns_unique_storage()) {
+      if (v.output_index >= 0 && v.output_index != static_cast<int32_t>(k)) {
+        outputs[k] = outputs[static_cast<size_t>(v.output_index)].clone();  // the same value listed twice
+      } else if (v.output_index == static_cast<int32_t>(k) && value.owns_unique_storage()) {
         outputs[k] = std::move(value);
       } else {
         outputs[k] = value.clone();

@@ -39,7 +39,9 @@ class Executor : public kernels::SubgraphCompiler {
   struct PlanEntry;
   Executor() = default;
 
+  // The kernel of node `n`, created on first use; an error if it was built for other dtypes.
   Result<const kernels::OpKernel*> kernel(ir::NodeId n, std::span<const DType> input_dtypes) const;
+  Result<const kernels::OpKernel*> create_kernel(ir::NodeId n, std::span<const DType> input_dtypes) const;
   Result<std::shared_ptr<PlanEntry>> find_or_build_plan(std::span<const Tensor* const> inputs) const;
   std::unique_ptr<RunState> acquire_state(PlanEntry& entry) const;
   void release_state(PlanEntry& entry, std::unique_ptr<RunState> state) const;
@@ -51,6 +53,7 @@ class Executor : public kernels::SubgraphCompiler {
   // Kernels are created once; slots filled late are published under mutex_.
   mutable std::vector<std::unique_ptr<kernels::OpKernel>> owned_kernels_;
   mutable std::vector<std::atomic<const kernels::OpKernel*>> kernels_;
+  mutable std::vector<std::vector<DType>> kernel_dtypes_;  // the input dtypes each kernel was built for
   mutable std::mutex kernel_mutex_;
   mutable std::mutex mutex_;  // plans_ and their free RunStates
   mutable std::vector<std::shared_ptr<PlanEntry>> plans_;  // most recent first

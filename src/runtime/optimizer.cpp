@@ -18,6 +18,22 @@ bool is_nondeterministic(const ir::Node& node) {
   return op.starts_with("Random") || op == "Multinomial" || op == "Bernoulli";
 }
 
+// Infers the outputs first so a huge constant is never allocated.
+bool fits_folding_budget(const kernels::OpKernel& kernel, std::span<const Tensor* const> inputs, size_t num_outputs) {
+  std::vector<Tensor> outputs(num_outputs);
+  std::vector<Tensor*> ptrs;
+  for (Tensor& t : outputs) ptrs.push_back(&t);
+  kernels::KernelContext ctx(inputs, ptrs);
+  if (!kernel.infer(ctx).is_ok()) return false;
+  double bytes = 0;
+  for (const Tensor& t : outputs) {
+    double n = 1;
+    for (int64_t d : t.shape()) n *= static_cast<double>(d);
+    bytes += n * static_cast<double>(dtype_size(t.dtype()));
+  }
+  return bytes <= static_cast<double>(kMaxFoldedBytes);
+}
+
 size_t fold_constants(ir::Graph& g) {
   size_t folded = 0;
   std::vector<DType> dtypes;
@@ -43,12 +59,9 @@ size_t fold_constants(ir::Graph& g) {
     kernels::KernelInit init{node, dtypes, inputs, nullptr};
     auto kernel = kernels::create_kernel(init);
     // A node that cannot be built or evaluated here is left for the session to report.
-    if (!kernel.is_ok()) continue;
+    if (!kernel.is_ok() || !fits_folding_budget(**kernel, inputs, node.outputs.size())) continue;
     auto outputs = kernels::evaluate(**kernel, inputs, node.outputs.size());
     if (!outputs.is_ok()) continue;
-    size_t bytes = 0;
-    for (const Tensor& t : *outputs) bytes += t.nbytes();
-    if (bytes > kMaxFoldedBytes) continue;
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i] != ir::kNoValue) g.value(node.outputs[i]).constant = std::move((*outputs)[i]);
     }

@@ -134,6 +134,15 @@ void Planner::assign_storage() {
   std::vector<int> root_end(last_use);
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     Step& step = plan.steps[s];
+    if (step.dynamic && step.num_inputs > 0) {
+      // A dynamic step may turn out to be a view of input 0: keep that buffer
+      // alive to the end of the run.
+      ir::ValueId src = plan.step_inputs[step.first_input];
+      if (src != ir::kNoValue) {
+        int& end = root_end[static_cast<size_t>(root[static_cast<size_t>(src)])];
+        end = std::max(end, static_cast<int>(plan.steps.size()));
+      }
+    }
     if (step.dynamic || step.num_outputs == 0) continue;
     ir::ValueId out = plan.step_outputs[step.first_output];
     if (out == ir::kNoValue) continue;
@@ -159,7 +168,13 @@ void Planner::assign_storage() {
     const ValuePlan& rv = plan.values[static_cast<size_t>(r)];
     const ValuePlan& sv = plan.values[static_cast<size_t>(src)];
     bool same_layout = sv.tensor.dtype() == ov.tensor.dtype() && sv.tensor.shape() == ov.tensor.shape();
-    if (rv.storage == Storage::kArena && same_layout && root_end[static_cast<size_t>(r)] <= static_cast<int>(s)) {
+    // Another input sharing the buffer would be overwritten while still being read.
+    bool aliased = false;
+    for (uint32_t j = 0; j < step.num_inputs; ++j) {
+      ir::ValueId other = plan.step_inputs[step.first_input + j];
+      aliased = aliased || (j != static_cast<uint32_t>(k) && other != ir::kNoValue && root[static_cast<size_t>(other)] == r);
+    }
+    if (rv.storage == Storage::kArena && same_layout && !aliased && root_end[static_cast<size_t>(r)] <= static_cast<int>(s)) {
       ov.storage = Storage::kView;
       ov.view_of = src;
       root[static_cast<size_t>(out)] = r;
@@ -243,7 +258,12 @@ Result<std::shared_ptr<const Plan>> build_plan(const PlannerInput& in, std::span
   for (size_t i = 0; i < inputs.size(); ++i) {
     plan->input_shapes.push_back(inputs[i] ? inputs[i]->shape() : Shape{});
     plan->input_dtypes.push_back(inputs[i] ? inputs[i]->dtype() : DType::kUndefined);
-    if (!inputs[i]) continue;  // an omitted input keeps its default (a constant)
+    if (!inputs[i]) {  // an omitted input keeps its default (a constant)
+      if (!g.value(in.graph_inputs[i]).constant) {
+        return invalid_argument("input '{}' is missing", g.value(in.graph_inputs[i]).name);
+      }
+      continue;
+    }
     ValuePlan& v = plan->values[static_cast<size_t>(in.graph_inputs[i])];
     v.storage = Storage::kInput;
     v.input_index = static_cast<int32_t>(i);

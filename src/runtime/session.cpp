@@ -1,5 +1,7 @@
 #include "runtime/session.h"
 
+#include <new>
+
 #include "ir/shape_inference.h"
 #include "onnx/model_loader.h"
 #include "runtime/executor.h"
@@ -7,6 +9,19 @@
 
 namespace ember::runtime {
 namespace {
+
+// Larger inputs could not be addressed; the bound keeps element counts from overflowing.
+constexpr int64_t kMaxElements = int64_t{1} << 48;
+
+// Allocation failures (a huge shape computed from a model or input) become a Status.
+template <typename F>
+auto guard_allocation(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kInvalidArgument, "out of memory: a tensor the model asks for is too large to allocate");
+  }
+}
 
 IoInfo io_info(const ir::Value& v) {
   IoInfo info;
@@ -54,7 +69,7 @@ class SessionImpl final : public Session {
       return invalid_argument("the model has {} inputs, {} were given", inputs_.size(), inputs.size());
     }
     for (size_t i = 0; i < inputs.size(); ++i) EMBER_RETURN_IF_ERROR(check_input(inputs_[i], inputs[i]));
-    return executor_->run(inputs, outputs);
+    return guard_allocation([&] { return executor_->run(inputs, outputs); });
   }
 
  private:
@@ -63,6 +78,15 @@ class SessionImpl final : public Session {
       if (info.has_default) return Status::ok();
       return invalid_argument("input '{}' is missing", info.name);
     }
+    int64_t elements = 1;
+    for (int64_t d : t->shape()) {
+      if (d < 0) return invalid_argument("input '{}' has a negative dimension: {}", info.name, shape_to_string(t->shape()));
+      if (d != 0 && elements > kMaxElements / d) {
+        return invalid_argument("input '{}' of shape {} is too large", info.name, shape_to_string(t->shape()));
+      }
+      elements *= d;
+    }
+    if (elements > 0 && t->data() == nullptr) return invalid_argument("input '{}' has no data", info.name);
     if (info.dtype != DType::kUndefined && t->dtype() != info.dtype) {
       return invalid_argument("input '{}' must be {}, got {}", info.name, dtype_name(info.dtype), dtype_name(t->dtype()));
     }
@@ -89,12 +113,14 @@ class SessionImpl final : public Session {
 }  // namespace
 
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Graph> graph, SessionOptions options) {
-  // Symbolic shapes (and the consistency of declared ones) before optimization
-  // rewrites the graph.
-  EMBER_RETURN_IF_ERROR(ir::infer_shapes(*graph));
-  if (options.optimize) optimize_graph(*graph);
-  EMBER_ASSIGN_OR_RETURN(auto executor, Executor::create(graph, graph->inputs));
-  return std::unique_ptr<Session>(new SessionImpl(std::move(graph), std::move(executor)));
+  return guard_allocation([&]() -> Result<std::unique_ptr<Session>> {
+    // Symbolic shapes (and the consistency of declared ones) before optimization
+    // rewrites the graph.
+    EMBER_RETURN_IF_ERROR(ir::infer_shapes(*graph));
+    if (options.optimize) optimize_graph(*graph);
+    EMBER_ASSIGN_OR_RETURN(auto executor, Executor::create(graph, graph->inputs));
+    return std::unique_ptr<Session>(new SessionImpl(std::move(graph), std::move(executor)));
+  });
 }
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, SessionOptions options) {

@@ -297,5 +297,107 @@ TEST(Runtime, UnsupportedOpIsReportedAtLoad) {
   EXPECT_NE(s.status().message().find("NoSuchOp"), std::string::npos);
 }
 
+
+// Regressions from review: each of these once gave a wrong answer or crashed.
+
+TEST(RuntimeRegression, DynamicViewKeepsItsSourceBufferAlive) {
+  // r = Reshape(a, shp) is dynamic (shp is an input) and views a's arena buffer;
+  // w must not be placed over a while r is still to be read.
+  GraphBuilder b;
+  b.input("x", DType::kF32, {4}).input("shp", DType::kI64, {1});
+  b.node("Relu", {"x"}, {"a"}).node("Reshape", {"a", "shp"}, {"r"});
+  b.node("Neg", {"x"}, {"w"}).node("Add", {"r", "w"}, {"y"});
+  auto session = make_session(b.output("y").build());
+  ASSERT_TRUE(session);
+  Tensor x = make_tensor<float>({4}, {1, 2, 3, 4});
+  Tensor shp = make_tensor<int64_t>({1}, {4});
+  std::vector<runtime::NamedInput> in = {{"x", &x}, {"shp", &shp}};
+  auto out = session->run(in);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ(values_of<float>((*out)[0]), (std::vector<float>{0, 0, 0, 0}));
+}
+
+TEST(RuntimeRegression, NoInPlaceWhenAnotherInputSharesTheBuffer) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {2});
+  b.constant("idx", make_tensor<int64_t>({2}, {1, 0}));
+  b.node("Relu", {"x"}, {"a"}).node("ScatterElements", {"a", "idx", "a"}, {"s"}).node("Neg", {"s"}, {"y"});
+  auto session = make_session(b.output("y").build());
+  ASSERT_TRUE(session);
+  Tensor x = make_tensor<float>({2}, {1, 2});
+  std::vector<runtime::NamedInput> in = {{"x", &x}};
+  auto out = session->run(in);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ(values_of<float>((*out)[0]), (std::vector<float>{-2, -1}));
+}
+
+TEST(RuntimeRegression, DynamicValueListedTwiceAsOutput) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {6});
+  b.node("NonZero", {"x"}, {"idx"});
+  auto session = make_session(b.output("idx").output("idx").build());
+  ASSERT_TRUE(session);
+  Tensor x = make_tensor<float>({6}, {0, 1, 0, 2, 3, 0});
+  std::vector<runtime::NamedInput> in = {{"x", &x}};
+  auto out = session->run(in);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ(values_of<int64_t>((*out)[0]), (std::vector<int64_t>{1, 3, 4}));
+  EXPECT_EQ(values_of<int64_t>((*out)[1]), (std::vector<int64_t>{1, 3, 4}));
+}
+
+TEST(RuntimeRegression, KernelBuiltForOneDtypeRejectsAnother) {
+  GraphBuilder b;
+  b.input("x", DType::kUndefined, {4});
+  auto session = make_session(b.node("Neg", {"x"}, {"y"}).output("y").build());
+  ASSERT_TRUE(session);
+  Tensor xf = make_tensor<float>({4}, {1, 2, 3, 4});
+  Tensor xd = make_tensor<double>({4}, {1, 2, 3, 4});
+  std::vector<runtime::NamedInput> in1 = {{"x", &xf}}, in2 = {{"x", &xd}};
+  ASSERT_TRUE(session->run(in1).is_ok());
+  auto out = session->run(in2);
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_NE(out.status().message().find("built for input dtypes (float32), now given (float64)"), std::string::npos)
+      << out.status().to_string();
+}
+
+TEST(RuntimeRegression, OutputBufferThatIsAlsoAnInputIsNotReused) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {2, 2});
+  auto session = make_session(b.node("Transpose", {"x"}, {"y"}).output("y").build());
+  ASSERT_TRUE(session);
+  Tensor x = make_tensor<float>({2, 2}, {1, 2, 3, 4});
+  std::vector<Tensor> outs;
+  const Tensor* first[] = {&x};
+  ASSERT_TRUE(session->run(first, outs).is_ok());
+  const Tensor* again[] = {&outs[0]};
+  ASSERT_TRUE(session->run(again, outs).is_ok());
+  EXPECT_EQ(values_of<float>(outs[0]), (std::vector<float>{1, 2, 3, 4}));
+}
+
+TEST_F(BadInput, InputWithShapeButNoDataIsRejected) {
+  Tensor t(DType::kF32, {100000, 3}, nullptr);
+  EXPECT_NE(error_for({{"a", &t}}).find("input 'a' has no data"), std::string::npos);
+}
+
+TEST_F(BadInput, NegativeDimensionIsRejected) {
+  Tensor t(DType::kF32, {-2, 3}, nullptr);
+  EXPECT_NE(error_for({{"a", &t}}).find("negative dimension"), std::string::npos);
+}
+
+TEST(RuntimeRegression, HugeConstantIsNotFoldedAtLoad) {
+  // ConstantOfShape with a constant 2^40-element shape: folding must not try to allocate it.
+  GraphBuilder b;
+  b.input("x", DType::kF32, {1});
+  b.constant("shape", make_tensor<int64_t>({2}, {1 << 20, 1 << 20}));
+  b.node("ConstantOfShape", {"shape"}, {"big"}).node("Add", {"x", "big"}, {"y"});
+  auto session = Session::create(b.output("y").build());
+  ASSERT_TRUE(session.is_ok()) << session.status().to_string();
+  Tensor x = make_tensor<float>({1}, {1});
+  std::vector<runtime::NamedInput> in = {{"x", &x}};
+  auto out = (*session)->run(in);
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_NE(out.status().message().find("too large"), std::string::npos) << out.status().to_string();
+}
+
 }  // namespace
 }  // namespace ember
