@@ -11,6 +11,7 @@ std::string Status::to_string() const {
     case StatusCode::kNotFound: return "not found: " + message_;
     case StatusCode::kIoError: return "I/O error: " + message_;
     case StatusCode::kInternal: return "internal error: " + message_;
+    case StatusCode::kNeedsValue: return "value needed: " + message_;
   }
   return message_;
 }

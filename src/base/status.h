@@ -9,7 +9,16 @@
 
 namespace ember {
 
-enum class StatusCode { kOk = 0, kInvalidArgument, kInvalidModel, kNotImplemented, kNotFound, kIoError, kInternal };
+enum class StatusCode {
+  kOk = 0,
+  kInvalidArgument,
+  kInvalidModel,
+  kNotImplemented,
+  kNotFound,
+  kIoError,
+  kInternal,
+  kNeedsValue,  // kernels::needs_value(): a shape depends on a value not known yet
+};
 
 class [[nodiscard]] Status {
  public:

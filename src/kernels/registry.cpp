@@ -34,9 +34,9 @@ bool OpRegistry::knows(std::string_view domain, std::string_view op_type) const 
 }
 
 Status needs_value(size_t input_index) {
-  return Status(StatusCode::kNotFound, fmt::format("the value of input {} is needed to infer the output shape", input_index));
+  return Status(StatusCode::kNeedsValue, fmt::format("the value of input {} is needed to infer the output shape", input_index));
 }
-bool is_needs_value(const Status& s) { return s.code() == StatusCode::kNotFound; }
+bool is_needs_value(const Status& s) { return s.code() == StatusCode::kNeedsValue; }
 
 Result<std::unique_ptr<OpKernel>> create_kernel(const KernelInit& init) {
   const ir::Node& node = init.node;

@@ -59,6 +59,12 @@ class IfKernel final : public OpKernel {
       return invalid_model("the node has {} outputs but then_branch has {} and else_branch {}", n,
                            then_graph->outputs.size(), else_graph->outputs.size());
     }
+    for (size_t i = 0; i < n; ++i) {
+      DType a = then_graph->value(then_graph->outputs[i]).dtype, b = else_graph->value(else_graph->outputs[i]).dtype;
+      if (a != DType::kUndefined && b != DType::kUndefined && a != b) {
+        return invalid_model("output {} is {} in then_branch but {} in else_branch", i, dtype_name(a), dtype_name(b));
+      }
+    }
     return std::unique_ptr<OpKernel>(std::move(kernel));
   }
 
