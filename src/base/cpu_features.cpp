@@ -44,7 +44,7 @@ CpuFeatures detect() {
     f.avx512vl = (b & bit_AVX512VL) && f.avx512f;
     f.avx512dq = (b & bit_AVX512DQ) && f.avx512f;
     f.avx512vnni = (c & bit_AVX512VNNI) && f.avx512f;
-    unsigned a1, b1, c1, d1;
+    unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
     __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
     f.avx512bf16 = (a1 & (1u << 5)) && f.avx512f;
     f.avx_vnni = (a1 & (1u << 4)) && f.avx;
