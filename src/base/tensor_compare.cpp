@@ -1,50 +1,94 @@
 #include "base/tensor_compare.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace ember {
 
-Status compare_tensors(const Tensor& actual, const Tensor& expected, Tolerance tol) {
-  if (actual.dtype() != expected.dtype()) {
-    return invalid_argument("dtype {} differs from the expected {}", dtype_name(actual.dtype()), dtype_name(expected.dtype()));
+namespace {
+
+std::string index_string(int64_t flat, const Shape& shape) {
+  Shape idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = shape[d] ? flat % shape[d] : 0;
+    flat = shape[d] ? flat / shape[d] : 0;
   }
-  if (!(actual.shape() == expected.shape())) {
-    return invalid_argument("shape {} differs from the expected {}", shape_to_string(actual.shape()),
-                            shape_to_string(expected.shape()));
+  return shape_to_string(idx);
+}
+
+struct Mismatch {
+  int64_t index = -1;
+  std::string actual;
+  std::string expected;
+};
+
+template <typename T>
+std::string value_string(T v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v ? "true" : "false";
+  } else if constexpr (std::is_integral_v<T>) {
+    return std::to_string(v);
+  } else {
+    return fmt::format("{:.9g}", static_cast<double>(static_cast<compute_t<T>>(v)));
   }
-  int64_t n = expected.numel();
-  int64_t first_bad = -1, bad = 0;
+}
+
+bool float_match(double a, double b, const Tolerance& tol) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (std::isinf(a) || std::isinf(b)) return a == b;
+  return std::fabs(a - b) <= tol.atol + tol.rtol * std::fabs(b);
+}
+
+template <typename T>
+Status compare_typed(const Tensor& actual, const Tensor& expected, const Tolerance& tol) {
+  const T* a = actual.data_as<T>();
+  const T* b = expected.data_as<T>();
+  const int64_t n = expected.numel();
+  Mismatch first;
+  int64_t mismatches = 0;
   double max_abs = 0, max_rel = 0;
-  bool is_float = dtype_is_float(expected.dtype());
   for (int64_t i = 0; i < n; ++i) {
     bool ok;
-    if (is_float) {
-      double a = read_double(actual, i), e = read_double(expected, i);
-      if (std::isnan(e) || std::isnan(a)) {
-        ok = std::isnan(e) && std::isnan(a);
-      } else if (std::isinf(e) || std::isinf(a)) {
-        ok = a == e;
-      } else {
-        double diff = std::fabs(a - e);
+    if constexpr (std::is_integral_v<T>) {
+      ok = a[i] == b[i];
+      if (!ok) {
+        double diff = std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
         max_abs = std::max(max_abs, diff);
-        if (e != 0) max_rel = std::max(max_rel, diff / std::fabs(e));
-        ok = diff <= tol.atol + tol.rtol * std::fabs(e);
+        if (b[i] != 0) max_rel = std::max(max_rel, diff / std::fabs(static_cast<double>(b[i])));
       }
-    } else if (dtype_is_unsigned_int(expected.dtype())) {
-      ok = static_cast<uint64_t>(read_int(actual, i)) == static_cast<uint64_t>(read_int(expected, i));
     } else {
-      ok = read_int(actual, i) == read_int(expected, i);
+      double av = static_cast<compute_t<T>>(a[i]);
+      double bv = static_cast<compute_t<T>>(b[i]);
+      ok = float_match(av, bv, tol);
+      if (std::isfinite(av) && std::isfinite(bv)) {
+        double diff = std::fabs(av - bv);
+        max_abs = std::max(max_abs, diff);
+        if (bv != 0) max_rel = std::max(max_rel, diff / std::fabs(bv));
+      }
     }
-    if (!ok) {
-      if (first_bad < 0) first_bad = i;
-      ++bad;
-    }
+    if (ok) continue;
+    if (mismatches++ == 0) first = {i, value_string(a[i]), value_string(b[i])};
   }
-  if (bad == 0) return Status::ok();
-  std::string got = is_float ? fmt::format("{}", read_double(actual, first_bad)) : fmt::format("{}", read_int(actual, first_bad));
-  std::string want = is_float ? fmt::format("{}", read_double(expected, first_bad)) : fmt::format("{}", read_int(expected, first_bad));
-  return invalid_argument("{} of {} elements differ; first at flat index {}: got {}, expected {} (max abs error {:.3g}, max rel error {:.3g}, rtol {}, atol {})",
-                          bad, n, first_bad, got, want, max_abs, max_rel, tol.rtol, tol.atol);
+  if (mismatches == 0) return Status::ok();
+  return invalid_argument(
+      "{} of {} elements differ; first at flat index {} {}: actual {} expected {}; max abs error {:.3g}, max rel "
+      "error {:.3g} (rtol {:g}, atol {:g})",
+      mismatches, n, first.index, index_string(first.index, expected.shape()), first.actual, first.expected, max_abs,
+      max_rel, tol.rtol, tol.atol);
+}
+
+}  // namespace
+
+Status compare_tensors(const Tensor& actual, const Tensor& expected, Tolerance tolerance) {
+  if (actual.dtype() != expected.dtype())
+    return invalid_argument("dtype differs: actual {} expected {}", actual.describe(), expected.describe());
+  if (actual.shape().size() != expected.shape().size() ||
+      !std::equal(actual.shape().begin(), actual.shape().end(), expected.shape().begin()))
+    return invalid_argument("shape differs: actual {} expected {}", actual.describe(), expected.describe());
+  EMBER_SWITCH_ALL(expected.dtype(), T, return compare_typed<T>(actual, expected, tolerance),
+                   return not_implemented("compare: dtype {} is not supported", dtype_name(expected.dtype())));
+  return Status::ok();
 }
 
 }  // namespace ember

@@ -6,13 +6,11 @@
 // or when both are the same infinity.
 #include "base/status.h"
 #include "base/tensor.h"
+#include "base/tensor_compare.h"
 
 namespace ember::ortref {
 
-struct Tolerance {
-  double rtol = 0;
-  double atol = 0;
-};
+using ember::Tolerance;
 
 // The whole-model tolerance for `dtype` (0/0, i.e. exact, for integers and bool);
 // the table and the reason for each entry live in compare.cpp.
@@ -21,7 +19,9 @@ Tolerance default_tolerance(DType dtype);
 // OK when dtypes, shapes and every element match; otherwise an error naming the
 // first mismatching element (flat and multi-dimensional index, both values), the
 // number of mismatches and the largest absolute and relative errors.
-Status compare(const Tensor& actual, const Tensor& expected, Tolerance tolerance);
+inline Status compare(const Tensor& actual, const Tensor& expected, Tolerance tolerance) {
+  return compare_tensors(actual, expected, tolerance);
+}
 inline Status compare(const Tensor& actual, const Tensor& expected) {
   return compare(actual, expected, default_tolerance(expected.dtype()));
 }
