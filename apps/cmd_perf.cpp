@@ -1,4 +1,4 @@
-// `ember perf MODEL [--iters N] [--warmup N] [--dim NAME=VALUE]`
+// `ember perf MODEL [--threads N] [--iters N] [--warmup N] [--dim NAME=VALUE]`
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,19 +7,23 @@
 
 #include "commands.h"
 #include "tensor_io.h"
+#include "threading/thread_pool.h"
 
 namespace ember::cli {
 namespace {
 
 struct PerfArgs {
   std::string model;
+  int threads = 0;
   int iters = 1000;
   int warmup = 100;
   std::vector<std::string> dims;
 };
 
 int perf_command(const PerfArgs& args) {
-  auto session = runtime::Session::load(args.model);
+  runtime::SessionOptions options;
+  options.num_threads = args.threads;
+  auto session = runtime::Session::load(args.model, options);
   if (!session.is_ok()) {
     fmt::print(stderr, "ember perf: {}\n", session.status().to_string());
     return 1;
@@ -66,7 +70,8 @@ int perf_command(const PerfArgs& args) {
   }
   std::sort(us.begin(), us.end());
   auto pct = [&](double q) { return us[std::min(us.size() - 1, static_cast<size_t>(q * static_cast<double>(us.size())))]; };
-  fmt::print("model: {}  iters: {}  warmup: {}\n", args.model, args.iters, args.warmup);
+  fmt::print("model: {}  threads: {}  iters: {}  warmup: {}\n", args.model,
+             args.threads > 0 ? args.threads : threading::default_num_threads(), args.iters, args.warmup);
   fmt::print("p50_us={:.3f} p90_us={:.3f} min_us={:.3f}\n", pct(0.5), pct(0.9), us.front());
   return 0;
 }
@@ -76,6 +81,8 @@ int perf_command(const PerfArgs& args) {
 Command add_perf(CLI::App& app) {
   auto args = std::make_shared<PerfArgs>();
   app.add_option("model", args->model, "Path of the .onnx file")->required();
+  app.add_option("--threads", args->threads, "Threads per run (default: EMBER_NUM_THREADS, else physical cores)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--iters", args->iters, "Timed runs")->check(CLI::PositiveNumber);
   app.add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber);
   app.add_option("--dim", args->dims, "NAME=VALUE for a symbolic input dimension");

@@ -6,7 +6,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 packages=(build-essential cmake ninja-build libgtest-dev nlohmann-json3-dev
-          libcli11-dev libfmt-dev libonnx-testdata)
+          libcli11-dev libfmt-dev libonnx-testdata libbenchmark-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

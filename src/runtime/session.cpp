@@ -6,6 +6,7 @@
 #include "onnx/model_loader.h"
 #include "runtime/executor.h"
 #include "runtime/optimizer.h"
+#include "threading/thread_pool.h"
 
 namespace ember::runtime {
 namespace {
@@ -35,8 +36,8 @@ IoInfo io_info(const ir::Value& v) {
 
 class SessionImpl final : public Session {
  public:
-  SessionImpl(std::shared_ptr<ir::Graph> graph, std::unique_ptr<Executor> executor)
-      : graph_(std::move(graph)), executor_(std::move(executor)) {
+  SessionImpl(std::shared_ptr<ir::Graph> graph, std::unique_ptr<Executor> executor, int num_threads)
+      : graph_(std::move(graph)), executor_(std::move(executor)), num_threads_(num_threads) {
     for (ir::ValueId id : graph_->inputs) inputs_.push_back(io_info(graph_->value(id)));
     for (ir::ValueId id : graph_->outputs) outputs_.push_back(io_info(graph_->value(id)));
   }
@@ -69,6 +70,7 @@ class SessionImpl final : public Session {
       return invalid_argument("the model has {} inputs, {} were given", inputs_.size(), inputs.size());
     }
     for (size_t i = 0; i < inputs.size(); ++i) EMBER_RETURN_IF_ERROR(check_input(inputs_[i], inputs[i]));
+    threading::ScopedThreadLimit threads(num_threads_);
     return guard_allocation([&] { return executor_->run(inputs, outputs); });
   }
 
@@ -108,6 +110,7 @@ class SessionImpl final : public Session {
   std::unique_ptr<Executor> executor_;
   std::vector<IoInfo> inputs_;
   std::vector<IoInfo> outputs_;
+  int num_threads_;
 };
 
 }  // namespace
@@ -117,9 +120,10 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Graph> grap
     // Symbolic shapes (and the consistency of declared ones) before optimization
     // rewrites the graph.
     EMBER_RETURN_IF_ERROR(ir::infer_shapes(*graph));
+    if (options.num_threads < 0) return invalid_argument("num_threads must be >= 0, got {}", options.num_threads);
     if (options.optimize) optimize_graph(*graph);
     EMBER_ASSIGN_OR_RETURN(auto executor, Executor::create(graph, graph->inputs));
-    return std::unique_ptr<Session>(new SessionImpl(std::move(graph), std::move(executor)));
+    return std::unique_ptr<Session>(new SessionImpl(std::move(graph), std::move(executor), options.num_threads));
   });
 }
 

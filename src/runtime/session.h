@@ -13,7 +13,10 @@
 namespace ember::runtime {
 
 struct SessionOptions {
-  bool optimize = true;  // constant folding and dead-node elimination
+  bool optimize = true;  // constant folding, dead-node elimination, fusions
+  // Threads a run may use (the caller's thread included); 0: EMBER_NUM_THREADS,
+  // else one per physical core. All sessions share one worker pool.
+  int num_threads = 0;
 };
 
 struct IoInfo {

@@ -1,0 +1,61 @@
+#include "base/isa.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/cpu_features.h"
+
+namespace ember {
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+std::optional<Isa> parse_isa(std::string_view name) {
+  for (int i = 0; i < kNumIsas; ++i) {
+    if (isa_name(static_cast<Isa>(i)) == name) return static_cast<Isa>(i);
+  }
+  return std::nullopt;
+}
+
+Isa detected_isa() {
+  const CpuFeatures& f = cpu_features();
+  const bool avx2 = f.avx2 && f.fma && f.f16c;
+  if (avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq) return Isa::kAvx512;
+  if (avx2) return Isa::kAvx2;
+  return Isa::kScalar;
+}
+
+Isa active_isa() {
+  static const Isa isa = [] {
+    const Isa best = detected_isa();
+    const char* env = std::getenv("EMBER_ISA");
+    if (env == nullptr || *env == '\0') return best;
+    const std::optional<Isa> wanted = parse_isa(env);
+    if (!wanted) {
+      std::fprintf(stderr, "ember: EMBER_ISA=%s is not one of scalar, avx2, avx512; using %s\n", env,
+                   isa_name(best).data());
+      return best;
+    }
+    if (*wanted > best) {
+      std::fprintf(stderr, "ember: EMBER_ISA=%s is not supported by this CPU; using %s\n", env,
+                   isa_name(best).data());
+      return best;
+    }
+    return *wanted;
+  }();
+  return isa;
+}
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> out;
+  for (int i = 0; i <= static_cast<int>(active_isa()); ++i) out.push_back(static_cast<Isa>(i));
+  return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,191 @@
+#include "threading/thread_pool.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/cpu_topology.h"
+
+namespace ember::threading {
+namespace {
+
+// How long a worker spins after a job before parking. Kernels of one run follow
+// each other within microseconds; 50 us keeps workers awake across a run
+// without burning a core between runs.
+constexpr auto kSpinTime = std::chrono::microseconds(50);
+constexpr int kMaxWorkers = 255;  // the worker count shares the job word with the generation
+constexpr uint32_t kWorkerBits = 8;
+constexpr uint32_t kClosed = 1u << 31;
+
+thread_local int t_limit = 0;        // 0: no ScopedThreadLimit active
+thread_local bool t_in_job = false;  // inside a parallel_for body
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
+class Pool {
+ public:
+  static Pool& instance() {
+    static Pool* pool = new Pool();  // never destroyed: workers may outlive static destructors
+    return *pool;
+  }
+
+  // Runs one job with up to `threads` participants (the caller is one).
+  void run(int64_t n, int64_t chunk, int threads, FunctionRef<void(int64_t, int64_t)> fn) {
+    std::unique_lock<std::mutex> busy(dispatch_mutex_, std::try_to_lock);
+    if (!busy.owns_lock()) {
+      fn(0, n);  // another caller holds the pool: do the work here instead of waiting
+      return;
+    }
+    const int helpers = std::min(threads - 1, kMaxWorkers);
+    ensure_workers(helpers);
+    fn_ = &fn;
+    n_ = n;
+    chunk_ = chunk;
+    next_.store(0, std::memory_order_relaxed);
+    gate_.fetch_and(~kClosed, std::memory_order_release);
+    generation_ += 1;
+    job_word_.store((generation_ << kWorkerBits) | static_cast<uint32_t>(helpers), std::memory_order_release);
+    if (sleeping_.load(std::memory_order_seq_cst) > 0) futex_wake_all(&job_word_);
+    work();
+    // Workers that have not joined by now are not waited for: a parked worker
+    // that wakes late finds the gate closed.
+    gate_.fetch_or(kClosed, std::memory_order_acq_rel);
+    while ((gate_.load(std::memory_order_acquire) & ~kClosed) != 0) cpu_relax();
+  }
+
+ private:
+  Pool() = default;
+
+  void ensure_workers(int count) {
+    while (static_cast<int>(workers_.size()) < count) {
+      const int index = static_cast<int>(workers_.size());
+      workers_.emplace_back([this, index] { worker_loop(index); });
+      workers_.back().detach();
+    }
+  }
+
+  void work() {
+    const bool outer = t_in_job;
+    t_in_job = true;
+    const FunctionRef<void(int64_t, int64_t)>& fn = *fn_;
+    for (;;) {
+      const int64_t begin = next_.fetch_add(chunk_, std::memory_order_relaxed);
+      if (begin >= n_) break;
+      fn(begin, std::min(n_, begin + chunk_));
+    }
+    t_in_job = outer;
+  }
+
+  void worker_loop(int index) {
+    uint32_t seen = job_word_.load(std::memory_order_acquire);
+    for (;;) {
+      seen = wait_for_change(seen);
+      if (index >= static_cast<int>(seen & ((1u << kWorkerBits) - 1))) continue;  // not asked to help
+      // Joining may land in a later job than the one that woke us; the job
+      // fields read after joining are always those of the open job.
+      if ((gate_.fetch_add(1, std::memory_order_acquire) & kClosed) == 0) work();
+      gate_.fetch_sub(1, std::memory_order_release);
+    }
+  }
+
+  uint32_t wait_for_change(uint32_t seen) {
+    const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+    for (int i = 0;; ++i) {
+      const uint32_t word = job_word_.load(std::memory_order_acquire);
+      if (word != seen) return word;
+      if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) break;
+      cpu_relax();
+    }
+    for (;;) {
+      sleeping_.fetch_add(1, std::memory_order_seq_cst);
+      uint32_t word = job_word_.load(std::memory_order_seq_cst);
+      if (word == seen) {
+        futex_wait(&job_word_, seen);
+        word = job_word_.load(std::memory_order_acquire);
+      }
+      sleeping_.fetch_sub(1, std::memory_order_relaxed);
+      if (word != seen) return word;
+    }
+  }
+
+  std::mutex dispatch_mutex_;  // one job at a time
+  std::vector<std::thread> workers_;
+  // The current job, published by the release store to job_word_.
+  const FunctionRef<void(int64_t, int64_t)>* fn_ = nullptr;
+  int64_t n_ = 0;
+  int64_t chunk_ = 0;
+  uint32_t generation_ = 0;
+  alignas(64) std::atomic<uint32_t> job_word_{0};  // generation << 8 | helpers wanted
+  alignas(64) std::atomic<int64_t> next_{0};
+  // kClosed | number of workers inside the current job.
+  alignas(64) std::atomic<uint32_t> gate_{kClosed};
+  alignas(64) std::atomic<int> sleeping_{0};
+};
+
+}  // namespace
+
+int default_num_threads() {
+  static const int n = [] {
+    if (const char* env = std::getenv("EMBER_NUM_THREADS"); env != nullptr && *env != '\0') {
+      char* end = nullptr;
+      const long v = std::strtol(env, &end, 10);
+      if (*end == '\0' && v >= 1 && v <= kMaxWorkers + 1) return static_cast<int>(v);
+      std::fprintf(stderr, "ember: EMBER_NUM_THREADS=%s is not a count in 1..%d; ignored\n", env, kMaxWorkers + 1);
+    }
+    return std::max(1, cpu_topology().physical_cores);
+  }();
+  return n;
+}
+
+int max_threads() {
+  if (t_in_job) return 1;
+  return t_limit > 0 ? t_limit : default_num_threads();
+}
+
+ScopedThreadLimit::ScopedThreadLimit(int num_threads) : previous_(t_limit) {
+  t_limit = num_threads > 0 ? std::min(num_threads, kMaxWorkers + 1) : default_num_threads();
+}
+
+ScopedThreadLimit::~ScopedThreadLimit() { t_limit = previous_; }
+
+void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int64_t max_ranges = (n + grain - 1) / grain;
+  const int threads = static_cast<int>(std::min<int64_t>(max_threads(), max_ranges));
+  if (threads <= 1) {
+    fn(0, n);
+    return;
+  }
+  // Two ranges per thread: a thread that wakes late leaves its second range to
+  // the others instead of holding up the whole job.
+  const int64_t ranges = std::min<int64_t>(max_ranges, 2 * threads);
+  const int64_t per_range = (n + ranges - 1) / ranges;
+  const int64_t chunk = (per_range + grain - 1) / grain * grain;
+  Pool::instance().run(n, chunk, threads, fn);
+}
+
+}  // namespace ember::threading
