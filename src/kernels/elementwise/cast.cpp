@@ -1,11 +1,14 @@
 // Cast and CastLike between every pair of numeric dtypes and bool.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <type_traits>
 
+#include "kernels/common/convert.h"
 #include "kernels/elementwise/elementwise_common.h"
+#include "threading/thread_pool.h"
 
 namespace ember::kernels {
 namespace elementwise {
@@ -45,9 +48,42 @@ To cast_value(From v) {
   }
 }
 
+// Casts between f32 and the 16-bit floats run through the SIMD conversion table;
+// f16 <-> bf16 goes through f32 blocks on the stack (exact: f32 holds every
+// value of both, so only the final rounding happens).
+enum class CastPath { kGeneric, kSame, kF32ToF16, kF16ToF32, kF32ToBf16, kBf16ToF32, kF16ToBf16, kBf16ToF16 };
+
+CastPath pick_cast_path(DType from, DType to) {
+  if (from == to) return CastPath::kSame;
+  if (from == DType::kF32 && to == DType::kF16) return CastPath::kF32ToF16;
+  if (from == DType::kF16 && to == DType::kF32) return CastPath::kF16ToF32;
+  if (from == DType::kF32 && to == DType::kBF16) return CastPath::kF32ToBf16;
+  if (from == DType::kBF16 && to == DType::kF32) return CastPath::kBf16ToF32;
+  if (from == DType::kF16 && to == DType::kBF16) return CastPath::kF16ToBf16;
+  if (from == DType::kBF16 && to == DType::kF16) return CastPath::kBf16ToF16;
+  return CastPath::kGeneric;
+}
+
+// Elements per range on 2 threads. Measured with Cast f32->f16 (ember perf
+// --threads 1 vs 2): with 16 Ki-element ranges 2 threads lost up to 256 Ki
+// elements (32 Ki: 1.79 -> 2.13 us, 64 Ki: 3.50 -> 3.86 us) and broke even at 1 Mi.
+constexpr int64_t kCastGrain = 64 * 1024;
+// f32 staging block for f16 <-> bf16 (2 KiB: stays in L1 between the two passes).
+constexpr int64_t kCastBlock = 512;
+
+void cast_16_via_f32(const uint16_t* x, uint16_t* y, int64_t n, void (*to_f32)(const uint16_t*, float*, int64_t),
+                     void (*from_f32)(const float*, uint16_t*, int64_t)) {
+  float block[kCastBlock];
+  for (int64_t i = 0; i < n; i += kCastBlock) {
+    const int64_t len = std::min(kCastBlock, n - i);
+    to_f32(x + i, block, len);
+    from_f32(block, y + i, len);
+  }
+}
+
 class CastKernel final : public OpKernel {
  public:
-  CastKernel(DType from, DType to) : from_(from), to_(to) {}
+  CastKernel(DType from, DType to) : from_(from), to_(to), path_(pick_cast_path(from, to)), convert_(convert_table()) {}
 
   Status infer(KernelContext& ctx) const override {
     ctx.set_output(0, to_, ctx.input(0).shape());
@@ -57,16 +93,7 @@ class CastKernel final : public OpKernel {
   Status run(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     Tensor& y = ctx.output(0);
-    const int64_t n = x.numel();
-    visit<TypeSet::kNumericOrBool>(from_, [&](auto from_tag) {
-      using From = typename decltype(from_tag)::type;
-      visit<TypeSet::kNumericOrBool>(to_, [&](auto to_tag) {
-        using To = typename decltype(to_tag)::type;
-        const From* px = x.data_as<From>();
-        To* py = y.data_as<To>();
-        for (int64_t i = 0; i < n; ++i) py[i] = cast_value<From, To>(px[i]);
-      });
-    });
+    threading::parallel_for(x.numel(), kCastGrain, [&](int64_t begin, int64_t end) { cast_range(x, y, begin, end); });
     return Status::ok();
   }
 
@@ -74,8 +101,45 @@ class CastKernel final : public OpKernel {
   int inplace_input() const override { return dtype_size(from_) == dtype_size(to_) ? 0 : -1; }
 
  private:
+  void cast_range(const Tensor& x, Tensor& y, int64_t begin, int64_t end) const {
+    const int64_t n = end - begin;
+    const auto* x16 = static_cast<const uint16_t*>(x.data()) + begin;
+    auto* y16 = static_cast<uint16_t*>(y.data()) + begin;
+    const float* x32 = static_cast<const float*>(x.data()) + begin;
+    float* y32 = static_cast<float*>(y.data()) + begin;
+    switch (path_) {
+      case CastPath::kSame: {
+        const size_t esize = dtype_size(from_);
+        if (x.data() != y.data()) {
+          std::memcpy(static_cast<std::byte*>(y.data()) + begin * static_cast<int64_t>(esize),
+                      static_cast<const std::byte*>(x.data()) + begin * static_cast<int64_t>(esize),
+                      static_cast<size_t>(n) * esize);
+        }
+        return;
+      }
+      case CastPath::kF32ToF16: return convert_.f32_to_f16(x32, y16, n);
+      case CastPath::kF16ToF32: return convert_.f16_to_f32(x16, y32, n);
+      case CastPath::kF32ToBf16: return convert_.f32_to_bf16(x32, y16, n);
+      case CastPath::kBf16ToF32: return convert_.bf16_to_f32(x16, y32, n);
+      case CastPath::kF16ToBf16: return cast_16_via_f32(x16, y16, n, convert_.f16_to_f32, convert_.f32_to_bf16);
+      case CastPath::kBf16ToF16: return cast_16_via_f32(x16, y16, n, convert_.bf16_to_f32, convert_.f32_to_f16);
+      case CastPath::kGeneric: break;
+    }
+    visit<TypeSet::kNumericOrBool>(from_, [&](auto from_tag) {
+      using From = typename decltype(from_tag)::type;
+      visit<TypeSet::kNumericOrBool>(to_, [&](auto to_tag) {
+        using To = typename decltype(to_tag)::type;
+        const From* px = x.data_as<From>();
+        To* py = y.data_as<To>();
+        for (int64_t i = begin; i < end; ++i) py[i] = cast_value<From, To>(px[i]);
+      });
+    });
+  }
+
   DType from_;
   DType to_;
+  CastPath path_;
+  const ConvertTable& convert_;
 };
 
 // Cast-1 names its target type as a string.

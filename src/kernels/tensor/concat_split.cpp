@@ -1,9 +1,12 @@
-// Concat and Split: contiguous row copies along one axis.
+// Concat and Split: contiguous row copies along one axis, split by bytes across
+// threads.
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/common/shape_util.h"
 #include "kernels/tensor/tensor_ops.h"
 #include "kernels/tensor/tensor_util.h"
+#include "threading/thread_pool.h"
 
 namespace ember::kernels::tensor_ops {
 namespace {
@@ -13,6 +16,37 @@ int64_t dims_product(const Shape& shape, int64_t begin, int64_t end) {
   int64_t n = 1;
   for (int64_t d = begin; d < end; ++d) n *= shape[static_cast<size_t>(d)];
   return n;
+}
+
+// Walks bytes [begin, end) of a row-major block of rows of `row_bytes`, each row
+// made of `parts` chunks laid end to end (chunk k is chunk_bytes(k) long), and
+// calls fn(k, row, skip, len) for `len` bytes of chunk k of that row starting
+// `skip` bytes into the chunk. Lets Concat and Split split their copies by bytes
+// across threads, whatever the axis.
+template <typename ChunkBytes, typename Fn>
+void walk_chunks(int64_t begin, int64_t end, int64_t row_bytes, size_t parts, ChunkBytes&& chunk_bytes, Fn&& fn) {
+  int64_t row = begin / row_bytes;
+  int64_t pos = begin - row * row_bytes;
+  size_t k = 0;
+  int64_t chunk_start = 0;
+  while (chunk_start + chunk_bytes(k) <= pos) chunk_start += chunk_bytes(k++);
+  for (int64_t at = begin; at < end;) {
+    const int64_t chunk = chunk_bytes(k);
+    const int64_t skip = pos - chunk_start;
+    const int64_t len = std::min(chunk - skip, end - at);
+    if (len > 0) fn(k, row, skip, len);
+    at += len;
+    pos += len;
+    if (pos - chunk_start == chunk) {
+      chunk_start += chunk;
+      if (++k == parts) {
+        k = 0;
+        chunk_start = 0;
+        pos = 0;
+        ++row;
+      }
+    }
+  }
 }
 
 class ConcatKernel final : public OpKernel {
@@ -41,18 +75,21 @@ class ConcatKernel final : public OpKernel {
   Status run(KernelContext& ctx) const override {
     Tensor& out = ctx.output(0);
     int64_t axis = axis_ < 0 ? axis_ + out.rank() : axis_;
-    int64_t outer = dims_product(out.shape(), 0, axis);
-    size_t inner_bytes = static_cast<size_t>(dims_product(out.shape(), axis + 1, out.rank())) * elem_size_;
+    const int64_t total = static_cast<int64_t>(out.nbytes());
+    if (total == 0) return Status::ok();
+    const int64_t inner_bytes = dims_product(out.shape(), axis + 1, out.rank()) * static_cast<int64_t>(elem_size_);
+    const int64_t row_bytes = out.dim(axis) * inner_bytes;
+    auto chunk_bytes = [&](size_t k) { return ctx.input(k).dim(axis) * inner_bytes; };
     auto* dst = static_cast<std::byte*>(out.data());
-    for (int64_t o = 0; o < outer; ++o) {
-      for (size_t k = 0; k < ctx.num_inputs(); ++k) {
-        const Tensor& in = ctx.input(k);
-        size_t chunk = static_cast<size_t>(in.dim(axis)) * inner_bytes;
-        if (chunk == 0) continue;
-        std::memcpy(dst, static_cast<const std::byte*>(in.data()) + static_cast<size_t>(o) * chunk, chunk);
-        dst += chunk;
-      }
-    }
+    threading::parallel_for(total, kParallelCopyBytes, [&](int64_t begin, int64_t end) {
+      std::byte* d = dst + begin;
+      walk_chunks(begin, end, row_bytes, ctx.num_inputs(), chunk_bytes,
+                  [&](size_t k, int64_t row, int64_t skip, int64_t len) {
+                    const auto* src = static_cast<const std::byte*>(ctx.input(k).data());
+                    std::memcpy(d, src + row * chunk_bytes(k) + skip, static_cast<size_t>(len));
+                    d += len;
+                  });
+    });
     return Status::ok();
   }
 
@@ -103,19 +140,23 @@ class SplitKernel final : public OpKernel {
     int64_t axis = axis_ < 0 ? axis_ + in.rank() : axis_;
     auto n = static_cast<int64_t>(ctx.num_outputs());
     int64_t dim = in.dim(axis);
-    int64_t outer = dims_product(in.shape(), 0, axis);
-    size_t inner_bytes = static_cast<size_t>(dims_product(in.shape(), axis + 1, in.rank())) * elem_size_;
+    const int64_t total = static_cast<int64_t>(in.nbytes());
+    if (total == 0) return Status::ok();
+    const int64_t inner_bytes = dims_product(in.shape(), axis + 1, in.rank()) * static_cast<int64_t>(elem_size_);
+    const int64_t row_bytes = dim * inner_bytes;
+    auto chunk_bytes = [&](size_t k) { return split_len(ctx, static_cast<int64_t>(k), n, dim) * inner_bytes; };
     const auto* src = static_cast<const std::byte*>(in.data());
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t k = 0; k < n; ++k) {
-        size_t chunk = static_cast<size_t>(split_len(ctx, k, n, dim)) * inner_bytes;
-        if (ctx.has_output(static_cast<size_t>(k)) && chunk != 0) {
-          auto* dst = static_cast<std::byte*>(ctx.output(static_cast<size_t>(k)).data());
-          std::memcpy(dst + static_cast<size_t>(o) * chunk, src, chunk);
-        }
-        src += chunk;
-      }
-    }
+    threading::parallel_for(total, kParallelCopyBytes, [&](int64_t begin, int64_t end) {
+      const std::byte* s = src + begin;
+      walk_chunks(begin, end, row_bytes, static_cast<size_t>(n), chunk_bytes,
+                  [&](size_t k, int64_t row, int64_t skip, int64_t len) {
+                    if (ctx.has_output(k)) {
+                      auto* dst = static_cast<std::byte*>(ctx.output(k).data());
+                      std::memcpy(dst + row * chunk_bytes(k) + skip, s, static_cast<size_t>(len));
+                    }
+                    s += len;
+                  });
+    });
     return Status::ok();
   }
 

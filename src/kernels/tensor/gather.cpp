@@ -6,25 +6,52 @@
 
 #include "ir/graph.h"
 #include "kernels/tensor/gather_scatter_common.h"
+#include "kernels/tensor/tensor_util.h"
+#include "threading/thread_pool.h"
 
 namespace ember::kernels::gather_scatter {
 namespace {
 
-// out[o, j, :] = data[o, indices[j], :] with rows of `row_bytes`; for axis 0 (an
-// embedding lookup) this is one memcpy per looked-up row.
 template <typename I>
-Status gather_rows(const uint8_t* data, const I* indices, uint8_t* out, int64_t outer, int64_t axis_dim,
-                   int64_t count, size_t row_bytes, int64_t axis) {
-  for (int64_t o = 0; o < outer; ++o) {
-    const uint8_t* block = data + static_cast<size_t>(o * axis_dim) * row_bytes;
-    for (int64_t j = 0; j < count; ++j) {
-      int64_t i = indices[j];
-      if (!wrap_index(i, axis_dim)) return index_out_of_range("Gather", indices[j], axis, axis_dim);
-      std::memcpy(out, block + static_cast<size_t>(i) * row_bytes, row_bytes);
-      out += row_bytes;
-    }
+Status check_gather_indices(const I* indices, int64_t count, int64_t axis_dim, int64_t axis) {
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t i = indices[j];
+    if (!wrap_index(i, axis_dim)) return index_out_of_range("Gather", indices[j], axis, axis_dim);
   }
   return Status::ok();
+}
+
+// out[o, j, :] = data[o, indices[j], :] for the output rows [begin, end) (row u is
+// o = u / count, j = u % count), rows of `kRowBytes` bytes, or `row_bytes` when
+// kRowBytes is 0. For axis 0 (an embedding lookup) this is one memcpy per
+// looked-up row; a fixed size turns the memcpy of a single element into a move.
+template <size_t kRowBytes, typename I>
+void gather_rows(const uint8_t* data, const I* indices, uint8_t* out, int64_t axis_dim, int64_t count,
+                 size_t row_bytes, int64_t begin, int64_t end) {
+  const size_t bytes = kRowBytes != 0 ? kRowBytes : row_bytes;
+  for (int64_t u = begin; u < end; ++u) {
+    const int64_t o = u / count;
+    const int64_t j = u - o * count;
+    int64_t i = indices[j];
+    if (i < 0) i += axis_dim;
+    std::memcpy(out + static_cast<size_t>(u) * bytes, data + static_cast<size_t>(o * axis_dim + i) * bytes, bytes);
+  }
+}
+
+template <typename I>
+void gather_rows_parallel(const uint8_t* data, const I* indices, uint8_t* out, int64_t outer, int64_t axis_dim,
+                          int64_t count, size_t row_bytes) {
+  const int64_t rows = outer * count;
+  const int64_t grain = std::max<int64_t>(1, tensor_ops::kParallelCopyBytes / static_cast<int64_t>(row_bytes));
+  threading::parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    switch (row_bytes) {
+      case 1: gather_rows<1>(data, indices, out, axis_dim, count, row_bytes, begin, end); break;
+      case 2: gather_rows<2>(data, indices, out, axis_dim, count, row_bytes, begin, end); break;
+      case 4: gather_rows<4>(data, indices, out, axis_dim, count, row_bytes, begin, end); break;
+      case 8: gather_rows<8>(data, indices, out, axis_dim, count, row_bytes, begin, end); break;
+      default: gather_rows<0>(data, indices, out, axis_dim, count, row_bytes, begin, end); break;
+    }
+  });
 }
 
 class GatherKernel final : public OpKernel {
@@ -52,8 +79,10 @@ class GatherKernel final : public OpKernel {
     auto* out = static_cast<uint8_t*>(ctx.output(0).data());
     Status status;
     visit_index_type(indices.dtype(), [&]<typename I>() {
-      status = gather_rows(static_cast<const uint8_t*>(data.data()), indices.data_as<I>(), out, outer,
-                           data.dim(axis), indices.numel(), row_bytes, axis);
+      status = check_gather_indices(indices.data_as<I>(), indices.numel(), data.dim(axis), axis);
+      if (!status.is_ok() || outer == 0 || row_bytes == 0) return;
+      gather_rows_parallel(static_cast<const uint8_t*>(data.data()), indices.data_as<I>(), out, outer,
+                           data.dim(axis), indices.numel(), row_bytes);
     });
     return status;
   }

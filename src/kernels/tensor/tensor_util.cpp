@@ -1,6 +1,9 @@
 #include "kernels/tensor/tensor_util.h"
 
+#include <algorithm>
 #include <cstdint>
+
+#include "threading/thread_pool.h"
 
 namespace ember::kernels::tensor_ops {
 namespace {
@@ -15,6 +18,10 @@ void copy_inner(const std::byte* src, int64_t src_stride, std::byte* dst, int64_
                 size_t elem_size) {
   if (src_stride == 1 && dst_stride == 1) {
     std::memcpy(dst, src, static_cast<size_t>(n) * elem_size);
+    return;
+  }
+  if (src_stride == 0 && dst_stride == 1) {
+    fill_elements(dst, n, src, elem_size);
     return;
   }
   switch (elem_size) {
@@ -82,8 +89,12 @@ void copy_layout(const void* src, void* dst, const StridedLayout& l, size_t elem
   int64_t ds = l.dst_strides[inner];
   if (n == 0) return;
   auto esize = static_cast<int64_t>(elem_size);
-  for_each_outer(l, inner, [&](int64_t so, int64_t doff) {
-    copy_inner(s + so * esize, ss, d + doff * esize, ds, n, elem_size);
+  const int64_t rows = outer_count(l, inner);
+  const int64_t grain = std::max<int64_t>(1, kParallelCopyBytes / (n * esize));
+  threading::parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    for_each_outer_range(l, inner, begin, end, [&](int64_t so, int64_t doff) {
+      copy_inner(s + so * esize, ss, d + doff * esize, ds, n, elem_size);
+    });
   });
 }
 
