@@ -1,6 +1,8 @@
 // Two-input arithmetic: Add, Sub, Mul, Div, Mod, Pow (mixed dtypes), BitShift
 // and the bitwise ops.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -26,18 +28,21 @@ C wrapping(C a, C b, F f) {
 
 struct AddOp {
   static constexpr TypeSet kTypes = TypeSet::kNumeric;
+  static constexpr BinaryKind kKind = BinaryKind::kAdd;
   template <typename C> C operator()(C a, C b) const {
     return wrapping(a, b, [](auto x, auto y) { return x + y; });
   }
 };
 struct SubOp {
   static constexpr TypeSet kTypes = TypeSet::kNumeric;
+  static constexpr BinaryKind kKind = BinaryKind::kSub;
   template <typename C> C operator()(C a, C b) const {
     return wrapping(a, b, [](auto x, auto y) { return x - y; });
   }
 };
 struct MulOp {
   static constexpr TypeSet kTypes = TypeSet::kNumeric;
+  static constexpr BinaryKind kKind = BinaryKind::kMul;
   template <typename C> C operator()(C a, C b) const {
     return wrapping(a, b, [](auto x, auto y) { return x * y; });
   }
@@ -46,6 +51,7 @@ struct MulOp {
 // Division by zero gives 0 and INT_MIN / -1 wraps, rather than trapping.
 struct DivOp {
   static constexpr TypeSet kTypes = TypeSet::kNumeric;
+  static constexpr BinaryKind kKind = BinaryKind::kDiv;
   template <typename C> C operator()(C a, C b) const {
     if constexpr (std::is_integral_v<C>) {
       if (b == 0) return 0;
@@ -150,6 +156,29 @@ B pow_value(B base, E exponent) {
   }
 }
 
+// Exponents models use most, without std::pow: x*x and x*x*x as ONNX Runtime
+// computes them (x*x*x rounds twice, within 1 ulp of pow), x itself, and
+// sqrt(x) + 0 for 0.5: IEEE sqrt is correctly rounded and `+ 0` turns
+// sqrt(-0) = -0 into pow's +0; pow(-inf, 0.5) is +inf where sqrt gives NaN.
+template <typename C>
+bool pow_special_exponent(C e) {
+  return e == C(2) || e == C(3) || e == C(1) || e == C(0.5);
+}
+
+template <typename C>
+void pow_scalar_exponent(const C* x, C e, C* y, int64_t n) {
+  if (e == C(2)) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i];
+  } else if (e == C(3)) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i] * x[i];
+  } else if (e == C(1)) {
+    if (x != y) std::copy(x, x + n, y);
+  } else {
+    constexpr C kInf = std::numeric_limits<C>::infinity();
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] == -kInf ? kInf : std::sqrt(x[i]) + C(0);
+  }
+}
+
 class PowKernel final : public OpKernel {
  public:
   PowKernel(DType base, DType exponent, LegacyBroadcast legacy) : base_(base), exponent_(exponent), legacy_(legacy) {}
@@ -169,8 +198,22 @@ class PowKernel final : public OpKernel {
       using B = typename decltype(base_tag)::type;
       visit<TypeSet::kNumeric>(exponent_, [&](auto exp_tag) {
         using E = typename decltype(exp_tag)::type;
-        binary_loop(a.data_as<B>(), a.shape(), b.data_as<E>(), b_shape, out.data_as<B>(), out.shape(),
-                    pow_value<B, E>);
+        const B* pa = a.data_as<B>();
+        const E* pb = b.data_as<E>();
+        B* po = out.data_as<B>();
+        if constexpr (std::is_floating_point_v<B>) {
+          const int64_t n = out.numel();
+          if (b.numel() == 1 && a.numel() == n) {
+            const B e = static_cast<B>(static_cast<compute_t<E>>(pb[0]));
+            if (pow_special_exponent(e)) {
+              threading::parallel_for(n, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+                pow_scalar_exponent(pa + begin, e, po + begin, end - begin);
+              });
+              return;
+            }
+          }
+        }
+        binary_loop(pa, a.shape(), pb, b_shape, po, out.shape(), pow_value<B, E>);
       });
     });
     return Status::ok();

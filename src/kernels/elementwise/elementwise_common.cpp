@@ -1,6 +1,7 @@
 #include "kernels/elementwise/elementwise_common.h"
 
 #include <algorithm>
+#include <cassert>
 #include <climits>
 
 namespace ember::kernels {
@@ -108,6 +109,46 @@ void BroadcastRows::next_row() {
     for (size_t k = 0; k < inputs; ++k) offsets_[k] -= strides_[k * rank_ + d] * out_[d];
     index_[d] = 0;
   }
+}
+
+void BroadcastRows::seek(int64_t row) {
+  const size_t inputs = offsets_.size();
+  for (size_t k = 0; k < inputs; ++k) offsets_[k] = 0;
+  for (size_t d = rank_ - 1; d-- > 0;) {
+    index_[d] = row % out_[d];
+    row /= out_[d];
+    for (size_t k = 0; k < inputs; ++k) offsets_[k] += strides_[k * rank_ + d] * index_[d];
+  }
+}
+
+SimpleBroadcast simplify_broadcast(std::span<const int64_t> out_shape,
+                                   std::span<const std::span<const int64_t>> inputs) {
+  assert(inputs.size() <= SimpleBroadcast::kMaxInputs);
+  const size_t rank = out_shape.size();
+  const size_t count = inputs.size();
+  SimpleBroadcast r;
+  // full[k] of the previous kept dim, to decide whether the next one merges into it.
+  bool prev_full[SimpleBroadcast::kMaxInputs] = {};
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t extent = out_shape[d];
+    if (extent == 1) continue;
+    bool full[SimpleBroadcast::kMaxInputs] = {};
+    bool same = !r.out.empty();
+    for (size_t k = 0; k < count; ++k) {
+      const size_t in_rank = inputs[k].size();
+      full[k] = d + in_rank >= rank && inputs[k][d + in_rank - rank] != 1;
+      same = same && full[k] == prev_full[k];
+    }
+    if (same) {
+      r.out.back() *= extent;
+      for (size_t k = 0; k < count; ++k) r.in[k].back() *= full[k] ? extent : 1;
+    } else {
+      r.out.push_back(extent);
+      for (size_t k = 0; k < count; ++k) r.in[k].push_back(full[k] ? extent : 1);
+    }
+    for (size_t k = 0; k < count; ++k) prev_full[k] = full[k];
+  }
+  return r;
 }
 
 bool is_suffix_of(std::span<const int64_t> in, std::span<const int64_t> out) {

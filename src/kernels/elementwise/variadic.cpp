@@ -1,9 +1,13 @@
-// Max, Min, Sum, Mean over any number of inputs with numpy broadcasting.
-// Every output element reads all inputs at its position before it is written,
-// so the output may share input 0's buffer.
+// Max, Min, Sum, Mean over any number of inputs with numpy broadcasting, as
+// repeated binary ops into the output: out = in0 op in1, then out = out op in_i
+// (the reference's left-to-right order, so sums round identically). f32 runs
+// the binary table's microkernels. f16/bf16 accumulate all inputs in f32 and
+// round once, per element. Every output element reads input 0 at its position
+// before it is written, so the output may share input 0's buffer.
+#include <cstring>
 #include <type_traits>
 
-#include "kernels/elementwise/elementwise_common.h"
+#include "kernels/elementwise/binary_kernel.h"
 
 namespace ember::kernels {
 namespace elementwise {
@@ -11,14 +15,17 @@ namespace {
 
 // NaN in either operand propagates, as numpy's maximum/minimum do.
 struct MaxOp {
+  static constexpr BinaryKind kKind = BinaryKind::kMax;
   template <typename C> C combine(C acc, C x) const { return (acc != acc || acc > x) ? acc : x; }
   template <typename C> C finish(C acc, int64_t) const { return acc; }
 };
 struct MinOp {
+  static constexpr BinaryKind kKind = BinaryKind::kMin;
   template <typename C> C combine(C acc, C x) const { return (acc != acc || acc < x) ? acc : x; }
   template <typename C> C finish(C acc, int64_t) const { return acc; }
 };
 struct SumOp {
+  static constexpr BinaryKind kKind = BinaryKind::kAdd;
   template <typename C> C combine(C acc, C x) const {
     if constexpr (std::is_integral_v<C>) {
       return static_cast<C>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(x));
@@ -29,6 +36,8 @@ struct SumOp {
   template <typename C> C finish(C acc, int64_t) const { return acc; }
 };
 struct MeanOp {
+  static constexpr BinaryKind kKind = BinaryKind::kAdd;
+  static constexpr bool kDivides = true;
   template <typename C> C combine(C acc, C x) const { return SumOp().combine(acc, x); }
   template <typename C> C finish(C acc, int64_t n) const { return static_cast<C>(acc / static_cast<C>(n)); }
 };
@@ -36,7 +45,10 @@ struct MeanOp {
 template <class Op>
 class VariadicKernel final : public OpKernel {
  public:
-  explicit VariadicKernel(DType dtype) : dtype_(dtype) {}
+  explicit VariadicKernel(DType dtype)
+      : dtype_(dtype),
+        combine_(TableRows::of(binary_table(), Op::kKind)),
+        divide_(TableRows::of(binary_table(), BinaryKind::kDiv)) {}
 
   Status infer(KernelContext& ctx) const override {
     Shape out = ctx.input(0).shape();
@@ -50,13 +62,48 @@ class VariadicKernel final : public OpKernel {
   }
 
   Status run(KernelContext& ctx) const override {
-    visit<TypeSet::kNumeric>(dtype_, [&](auto tag) { run_typed<typename decltype(tag)::type>(ctx); });
+    visit<TypeSet::kNumeric>(dtype_, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (kIsHalf<T>) {
+        run_typed<T>(ctx);
+      } else if constexpr (std::is_same_v<T, float>) {
+        run_repeated<T>(ctx, combine_, divide_);
+      } else {
+        auto combine = [](T acc, T x) { return Op().combine(acc, x); };
+        auto divide = [](T acc, T count) { return static_cast<T>(acc / count); };
+        run_repeated<T>(ctx, FunctorRows<T, T, T, decltype(combine)>{combine},
+                        FunctorRows<T, T, T, decltype(divide)>{divide});
+      }
+    });
     return Status::ok();
   }
 
   int inplace_input() const override { return 0; }
 
  private:
+  template <typename T, class Combine, class Divide>
+  void run_repeated(KernelContext& ctx, const Combine& combine, const Divide& divide) const {
+    Tensor& out = ctx.output(0);
+    T* po = out.data_as<T>();
+    const Tensor& in0 = ctx.input(0);
+    const size_t k = ctx.num_inputs();
+    if (out.numel() == 0) return;
+    if (k == 1) {
+      if (in0.data() != out.data()) std::memcpy(po, in0.data(), out.nbytes());
+      return;
+    }
+    binary_broadcast(combine, in0.data_as<T>(), in0.shape(), ctx.input(1).data_as<T>(), ctx.input(1).shape(), po,
+                     out.shape());
+    for (size_t i = 2; i < k; ++i) {
+      binary_broadcast(combine, po, out.shape(), ctx.input(i).data_as<T>(), ctx.input(i).shape(), po, out.shape());
+    }
+    if constexpr (requires { Op::kDivides; }) {
+      const T count = static_cast<T>(k);
+      binary_broadcast(divide, po, out.shape(), &count, Shape{}, po, out.shape());
+    }
+  }
+
+  // f16/bf16: one f32 accumulator per element over all inputs, rounded once.
   template <typename T>
   void run_typed(KernelContext& ctx) const {
     using C = compute_t<T>;
@@ -97,6 +144,8 @@ class VariadicKernel final : public OpKernel {
   }
 
   DType dtype_;
+  TableRows combine_;
+  TableRows divide_;
 };
 
 template <class Op>
