@@ -1,0 +1,41 @@
+#pragma once
+// The models ember_ab times: the built-in suite of single-op models (written in
+// memory with the test ModelBuilder, so Ember and ONNX Runtime read the same
+// bytes), or one model file with random inputs of its declared shapes.
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "base/tensor.h"
+
+namespace ember::bench {
+
+struct CaseInput {
+  std::string name;
+  Tensor value;
+};
+
+struct CaseModel {
+  std::string bytes;              // a serialized ModelProto
+  std::vector<CaseInput> inputs;  // every graph input, with its value
+};
+
+struct BenchCase {
+  std::string name;  // "Sigmoid/f32/1Mi", "LayerNorm/f32/128x4096"
+  std::string what;  // one line for --list
+  std::function<Result<CaseModel>()> build;  // lazily: only the cases that pass --filter
+};
+
+// The suite, in a fixed order: elementwise (f32, f16, bf16) at 4Ki and 1Mi
+// elements, casts, data movement, then norms and softmax at LLM shapes
+// (tokens 1 and 128 x hidden 896, 2048, 3072, 4096).
+std::vector<BenchCase> default_cases();
+
+// `path` with random inputs of its declared shapes; `dims` sets symbolic
+// dimensions (others are 1). Float inputs are uniform in [-1, 1], integer inputs
+// 0..3 (a valid token id, position or index in any model).
+Result<CaseModel> model_file_case(const std::string& path, const std::vector<std::pair<std::string, int64_t>>& dims);
+
+}  // namespace ember::bench

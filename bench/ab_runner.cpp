@@ -1,0 +1,223 @@
+#include "ab_runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <random>
+#include <span>
+
+#include "compare.h"
+#include "onnx/model_loader.h"
+#include "ort_reference.h"
+#include "runtime/session.h"
+
+namespace ember::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double elapsed_us(Clock::time_point t0, Clock::time_point t1) {
+  return std::chrono::duration<double, std::micro>(t1 - t0).count();
+}
+
+// Nearest rank, upper median for an even count.
+double median(std::vector<double> v) {
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+Spread spread(const std::vector<double>& v) {
+  auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return {median(v), *lo, *hi};
+}
+
+std::span<const uint8_t> as_bytes(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+// Each session gets its own graph: creation rewrites it. The graph may reference
+// initializer bytes inside `bytes`, which the caller keeps alive (no keep_alive).
+Result<std::unique_ptr<runtime::Session>> ember_session(const std::string& bytes, int threads) {
+  EMBER_ASSIGN_OR_RETURN(onnx::LoadedModel loaded, onnx::load_model_from_bytes(as_bytes(bytes), "", nullptr));
+  runtime::SessionOptions options;
+  options.num_threads = threads;
+  return runtime::Session::create(std::move(loaded.graph), options);
+}
+
+// ORT reports a missing kernel as ORT_NOT_IMPLEMENTED: "Could not find an
+// implementation for Erf(13) node with name 'n0'".
+bool ort_lacks_kernel(const Status& s) {
+  return s.code() == StatusCode::kNotImplemented ||
+         s.message().find("Could not find an implementation") != std::string::npos;
+}
+
+// Empty when every output agrees within compare.h's tolerance for its dtype;
+// otherwise which output disagrees and how.
+Result<std::string> compare_outputs(const runtime::Session& ember, const ortref::OrtSession& ort,
+                                    const CaseModel& model) {
+  std::vector<runtime::NamedInput> named;
+  std::vector<ortref::OrtInput> ort_inputs;
+  for (const CaseInput& in : model.inputs) {
+    named.push_back({in.name, &in.value});
+    ort_inputs.push_back({in.name, &in.value});
+  }
+  EMBER_ASSIGN_OR_RETURN(std::vector<Tensor> mine, ember.run(named));
+  EMBER_ASSIGN_OR_RETURN(std::vector<Tensor> theirs, ort.run(ort_inputs));
+  if (mine.size() != theirs.size())
+    return fmt::format("Ember gives {} outputs, ONNX Runtime {}", mine.size(), theirs.size());
+  for (size_t i = 0; i < mine.size(); ++i) {
+    if (Status s = ortref::compare(mine[i], theirs[i]); !s.is_ok())
+      return fmt::format("output '{}': {}", ember.outputs()[i].name, s.message());
+  }
+  return std::string();
+}
+
+struct TimedSystem {
+  std::function<Status()> run;
+  std::vector<double> round_us;  // this round's trials
+  std::vector<double> all_us;    // every round's trials
+};
+
+// One run of each system, in an order drawn per trial: with a fixed order each
+// system always follows the same other one, and the null control at 4Ki read
+// 1.03-1.06 (ORT-null measured slower than ORT: the state a predecessor leaves in
+// caches and branch predictors differs); shuffled, it reads 0.995-1.006.
+Status trial(std::vector<TimedSystem>& systems, std::minstd_rand& rng, bool record) {
+  std::array<size_t, 3> order{0, 1, 2};
+  std::shuffle(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(systems.size()), rng);
+  for (size_t k = 0; k < systems.size(); ++k) {
+    TimedSystem& s = systems[order[k]];
+    const Clock::time_point t0 = Clock::now();
+    Status status = s.run();
+    const Clock::time_point t1 = Clock::now();
+    if (!status.is_ok()) return status;
+    if (record) s.round_us.push_back(elapsed_us(t0, t1));
+  }
+  return Status::ok();
+}
+
+// Warms up, picks the trials per round, then runs the rounds. systems[0] is
+// Ember; systems[1] and [2], when present, ORT and the ORT null control.
+Status time_systems(std::vector<TimedSystem>& systems, const RunConfig& config, CaseResult& result) {
+  std::minstd_rand rng(7);
+  std::vector<double> warm_trial_us;
+  const Clock::time_point start = Clock::now();
+  const size_t min_trials = static_cast<size_t>(std::max(config.warmup_trials, 1));
+  while (warm_trial_us.size() < min_trials || elapsed_us(start, Clock::now()) < config.warmup_ms * 1e3) {
+    const Clock::time_point t0 = Clock::now();
+    EMBER_RETURN_IF_ERROR(trial(systems, rng, false));
+    warm_trial_us.push_back(elapsed_us(t0, Clock::now()));
+  }
+  const double trial_us = std::max(median(warm_trial_us), 1e-3);
+  result.iters = config.iters > 0 ? config.iters
+                                  : static_cast<int>(std::clamp(config.round_ms * 1e3 / trial_us, 3.0, 1e6));
+  result.rounds = config.rounds;
+  for (TimedSystem& s : systems) {
+    s.round_us.reserve(static_cast<size_t>(result.iters));
+    s.all_us.reserve(static_cast<size_t>(result.iters) * static_cast<size_t>(config.rounds));
+  }
+  std::vector<double> ratios, null_ratios;
+  for (int r = 0; r < config.rounds; ++r) {
+    for (TimedSystem& s : systems) s.round_us.clear();
+    for (int i = 0; i < result.iters; ++i) EMBER_RETURN_IF_ERROR(trial(systems, rng, true));
+    if (systems.size() == 3) {
+      const double ours = median(systems[0].round_us), ort = median(systems[1].round_us);
+      ratios.push_back(ours / ort);
+      null_ratios.push_back(ort / median(systems[2].round_us));
+    }
+    for (TimedSystem& s : systems) s.all_us.insert(s.all_us.end(), s.round_us.begin(), s.round_us.end());
+  }
+  result.timed = true;
+  result.ours_p50_us = median(systems[0].all_us);
+  if (systems.size() == 3) {
+    result.has_ort = true;
+    result.ort_p50_us = median(systems[1].all_us);
+    result.null_p50_us = median(systems[2].all_us);
+    result.ratio = spread(ratios);
+    result.null_ratio = spread(null_ratios);
+  }
+  return Status::ok();
+}
+
+void set_status(CaseResult& r, CaseStatus status, std::string detail) {
+  r.status = status;
+  r.detail = std::move(detail);
+}
+
+}  // namespace
+
+const char* status_name(CaseStatus s) {
+  switch (s) {
+    case CaseStatus::kOk: return "ok";
+    case CaseStatus::kMismatch: return "MISMATCH";
+    case CaseStatus::kUnsupported: return "unsupported";
+    case CaseStatus::kOrtNoKernel: return "ORT: no kernel";
+    case CaseStatus::kError: return "error";
+  }
+  return "?";
+}
+
+CaseResult run_case(const std::string& name, const CaseModel& model, int threads, const RunConfig& config) {
+  CaseResult result;
+  result.name = name;
+  result.threads = threads;
+  auto ember = ember_session(model.bytes, threads);
+  if (!ember.is_ok()) {
+    const bool unsupported = ember.status().code() == StatusCode::kNotImplemented;
+    set_status(result, unsupported ? CaseStatus::kUnsupported : CaseStatus::kError,
+               "Ember: " + ember.status().message());
+    return result;
+  }
+  const ortref::OrtOptions ort_options{threads, ortref::OrtOptLevel::kAll};
+  auto ort = ortref::OrtSession::load_from_bytes(as_bytes(model.bytes), ort_options);
+  auto ort_null = ortref::OrtSession::load_from_bytes(as_bytes(model.bytes), ort_options);
+  for (const auto* s : {&ort, &ort_null}) {
+    if (s->is_ok() || !result.detail.empty()) continue;
+    set_status(result, ort_lacks_kernel(s->status()) ? CaseStatus::kOrtNoKernel : CaseStatus::kError,
+               s->status().message());
+  }
+  const bool with_ort = result.detail.empty();
+  if (with_ort) {
+    auto agree = compare_outputs(**ember, **ort, model);
+    if (!agree.is_ok()) {
+      set_status(result, CaseStatus::kError, agree.status().message());
+      return result;
+    }
+    if (!agree->empty()) set_status(result, CaseStatus::kMismatch, *agree);
+  }
+
+  std::vector<const Tensor*> positional;
+  for (const runtime::IoInfo& info : (*ember)->inputs()) {
+    auto it = std::find_if(model.inputs.begin(), model.inputs.end(),
+                           [&](const CaseInput& in) { return in.name == info.name; });
+    positional.push_back(it == model.inputs.end() ? nullptr : &it->value);
+  }
+  std::vector<ortref::OrtInput> ort_inputs;
+  for (const CaseInput& in : model.inputs) ort_inputs.push_back({in.name, &in.value});
+
+  std::vector<Tensor> outputs;
+  std::vector<TimedSystem> systems;
+  systems.push_back({[&] { return (*ember)->run(positional, outputs); }, {}, {}});
+  ortref::OrtSession::PreparedInputs ort_prepared, null_prepared;
+  if (with_ort) {
+    auto p = (*ort)->prepare(ort_inputs);
+    auto q = (*ort_null)->prepare(ort_inputs);
+    if (!p.is_ok() || !q.is_ok()) {
+      set_status(result, CaseStatus::kError, (p.is_ok() ? q.status() : p.status()).message());
+      return result;
+    }
+    ort_prepared = std::move(*p);
+    null_prepared = std::move(*q);
+    systems.push_back({[&] { return (*ort)->run_prepared(ort_prepared); }, {}, {}});
+    systems.push_back({[&] { return (*ort_null)->run_prepared(null_prepared); }, {}, {}});
+  }
+  if (Status s = time_systems(systems, config, result); !s.is_ok()) set_status(result, CaseStatus::kError, s.message());
+  return result;
+}
+
+}  // namespace ember::bench
