@@ -1,5 +1,6 @@
-// LayerNormalization (opset 17): normalizes over the dims from `axis` on, with
-// statistics accumulated in double.
+// LayerNormalization reference: normalizes over the dims from `axis` on, with
+// statistics accumulated in double. f64 inputs run here; row_norm.cpp runs the
+// other float types on the row microkernels.
 #include <cmath>
 #include <memory>
 
@@ -134,7 +135,7 @@ class LayerNormKernel final : public OpKernel {
 
 }  // namespace
 
-Result<std::unique_ptr<OpKernel>> create_layer_normalization(const KernelInit& init) {
+Result<std::unique_ptr<OpKernel>> create_layer_normalization_reference(const KernelInit& init) {
   EMBER_RETURN_IF_ERROR(check_float_inputs(init, 2, true));
   ir::AttrReader attrs(init.node);
   const int64_t axis = attrs.get_int("axis", -1);

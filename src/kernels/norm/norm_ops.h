@@ -4,7 +4,11 @@
 
 namespace ember::kernels {
 
-Result<std::unique_ptr<OpKernel>> create_layer_normalization(const KernelInit& init);
+// LayerNormalization, SimplifiedLayerNormalization, RMSNormalization and
+// com.microsoft Skip(Simplified)LayerNormalization (row_norm.cpp).
+Result<std::unique_ptr<OpKernel>> create_row_normalization(const KernelInit& init);
+// LayerNormalization accumulated in double, for f64 inputs (layer_norm.cpp).
+Result<std::unique_ptr<OpKernel>> create_layer_normalization_reference(const KernelInit& init);
 Result<std::unique_ptr<OpKernel>> create_batch_normalization(const KernelInit& init);
 Result<std::unique_ptr<OpKernel>> create_instance_normalization(const KernelInit& init);
 

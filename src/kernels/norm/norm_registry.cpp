@@ -20,7 +20,13 @@ Status check_float_inputs(const KernelInit& init, size_t required, bool same_dty
 
 // One entry per op: each factory reads node.opset for the version-dependent forms.
 void register_norm_ops(OpRegistry& r) {
-  r.add({"", "LayerNormalization", 17, INT_MAX, create_layer_normalization});
+  // ORT registers its contrib LayerNormalization and SimplifiedLayerNormalization
+  // in the ONNX domain from opset 1, so exports older than opset 17 run.
+  r.add({"", "LayerNormalization", 1, INT_MAX, create_row_normalization});
+  r.add({"", "SimplifiedLayerNormalization", 1, INT_MAX, create_row_normalization});
+  r.add({"", "RMSNormalization", 23, INT_MAX, create_row_normalization});
+  r.add({"com.microsoft", "SkipLayerNormalization", 1, INT_MAX, create_row_normalization});
+  r.add({"com.microsoft", "SkipSimplifiedLayerNormalization", 1, INT_MAX, create_row_normalization});
   r.add({"", "BatchNormalization", 1, INT_MAX, create_batch_normalization});
   r.add({"", "InstanceNormalization", 1, INT_MAX, create_instance_normalization});
 }

@@ -1,16 +1,27 @@
 // ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
-// ReduceLogSum, ReduceLogSumExp, ReduceSumSquare: reference kernels.
+// ReduceLogSum, ReduceLogSumExp, ReduceSumSquare.
+//
+// f32 Sum/Mean/SumSquare/L1/L2/LogSum/Max/Min over one block of axes run on the
+// row microkernels (kernels/norm/row_ukernels.h): a reduced last axis is a row
+// sum, a reduced leading or middle axis accumulates input rows into a vector of
+// outputs. Sums widen to double as the reference does, and every output sums its
+// inputs in an order fixed by the shape alone, so results do not depend on the
+// thread count. Everything else runs the reference loops below.
 //
 // Floating inputs accumulate in double (ONNX's tests allow rtol 1e-3, and long
 // f32 sums drift past that in f32). Integer inputs accumulate in 64 bits with
 // wrap-around, then convert to the output type as numpy's astype would.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
+#include "kernels/norm/row_io.h"
+#include "kernels/norm/row_ukernels.h"
 #include "kernels/reduce/reduce_ops.h"
 #include "kernels/reduce/reduce_plan.h"
+#include "threading/thread_pool.h"
 
 namespace ember::kernels {
 namespace {
@@ -211,10 +222,102 @@ Status reduce_dispatch(const Tensor& x, Tensor& y, const ReducePlan& plan) {
   return internal_error("reduce: unexpected dtype {}", dtype_name(x.dtype()));
 }
 
+// Input elements per parallel_for task: 32 Ki (128 KiB of f32, a few us of
+// widened sums). PROVISIONAL: not yet measured at 1 vs 2 threads.
+constexpr int64_t kReduceElementsPerTask = 32768;
+
+bool has_fast_path(ReduceKind kind) {
+  return kind == ReduceKind::kSum || kind == ReduceKind::kMean || kind == ReduceKind::kSumSquare ||
+         kind == ReduceKind::kL1 || kind == ReduceKind::kL2 || kind == ReduceKind::kLogSum ||
+         kind == ReduceKind::kMax || kind == ReduceKind::kMin;
+}
+
+int accumulate_kind(ReduceKind kind) {
+  if (kind == ReduceKind::kSumSquare || kind == ReduceKind::kL2) return kAccumulateSquare;
+  if (kind == ReduceKind::kL1) return kAccumulateAbs;
+  return kAccumulateSum;
+}
+
+float finish_f32(ReduceKind kind, double acc, int64_t n) {
+  if (kind == ReduceKind::kMean) return static_cast<float>(acc / static_cast<double>(n));
+  if (kind == ReduceKind::kL2) return static_cast<float>(std::sqrt(acc));
+  if (kind == ReduceKind::kLogSum) return static_cast<float>(std::log(acc));
+  return static_cast<float>(acc);
+}
+
+// Output o = reduction of the contiguous row x[o * n, (o + 1) * n).
+void reduce_rows_f32(const RowTable& t, ReduceKind kind, const float* x, float* y, int64_t n, int64_t begin,
+                     int64_t end) {
+  for (int64_t o = begin; o < end; ++o) {
+    const float* row = x + o * n;
+    if (kind == ReduceKind::kMax) {
+      y[o] = t.max(row, n);
+    } else if (kind == ReduceKind::kMin) {
+      y[o] = t.min(row, n);
+    } else {
+      const int k = accumulate_kind(kind);
+      const double acc = k == kAccumulateSquare ? t.sum_sq_f64(row, n)
+                         : k == kAccumulateAbs  ? t.sum_abs_f64(row, n)
+                                                : t.sum_f64(row, n);
+      y[o] = finish_f32(kind, acc, n);
+    }
+  }
+}
+
+// Outputs [c0, c0 + len) of slice o: input rows o * n * inner + r * inner + c0
+// for r in [0, n) accumulated into a vector, one row at a time.
+void reduce_columns_f32(const RowTable& t, ReduceKind kind, const float* x, float* y, int64_t n, int64_t inner,
+                        int64_t o, int64_t c0, int64_t len) {
+  const float* base = x + o * n * inner + c0;
+  float* out = y + o * inner + c0;
+  if (kind == ReduceKind::kMax || kind == ReduceKind::kMin) {
+    std::copy(base, base + len, out);
+    for (int64_t r = 1; r < n; ++r) (kind == ReduceKind::kMax ? t.max_into : t.min_into)(base + r * inner, out, len);
+    return;
+  }
+  double acc[kRowBlock];
+  std::fill(acc, acc + len, 0.0);
+  const int k = accumulate_kind(kind);
+  for (int64_t r = 0; r < n; ++r) t.accumulate_f64(base + r * inner, acc, len, k);
+  for (int64_t c = 0; c < len; ++c) out[c] = finish_f32(kind, acc[c], n);
+}
+
+// False when the reference must run (other kinds or dtypes, several reduced
+// blocks, nothing to reduce).
+bool reduce_fast_f32(const RowTable& t, ReduceKind kind, const Tensor& x, Tensor& y, const ReducePlan& plan) {
+  if (x.dtype() != DType::kF32 || !plan.blocked || !has_fast_path(kind) || plan.reduced_count == 0 ||
+      plan.output_count == 0) {
+    return false;
+  }
+  const float* xd = x.data_as<float>();
+  float* yd = y.data_as<float>();
+  const int64_t n = plan.reduced_count, inner = plan.inner;
+  if (inner == 1) {
+    const int64_t grain = std::max<int64_t>(1, kReduceElementsPerTask / n);
+    threading::parallel_for(plan.outer, grain,
+                            [&](int64_t begin, int64_t end) { reduce_rows_f32(t, kind, xd, yd, n, begin, end); });
+    return true;
+  }
+  const int64_t blocks = (inner + kRowBlock - 1) / kRowBlock;
+  const int64_t grain = std::max<int64_t>(1, kReduceElementsPerTask / (n * std::min(inner, kRowBlock)));
+  threading::parallel_for(plan.outer * blocks, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t c0 = (u % blocks) * kRowBlock;
+      reduce_columns_f32(t, kind, xd, yd, n, inner, u / blocks, c0, std::min(kRowBlock, inner - c0));
+    }
+  });
+  return true;
+}
+
 class ReduceKernel final : public OpKernel {
  public:
   ReduceKernel(ReduceKind kind, bool axes_from_input, std::vector<int64_t> axes, bool keepdims, bool noop)
-      : kind_(kind), axes_from_input_(axes_from_input), axes_(std::move(axes)), keepdims_(keepdims), noop_(noop) {}
+      : kind_(kind),
+        axes_from_input_(axes_from_input),
+        axes_(std::move(axes)),
+        keepdims_(keepdims),
+        noop_(noop),
+        table_(row_table()) {}
 
   Status infer(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
@@ -228,6 +331,7 @@ class ReduceKernel final : public OpKernel {
     EMBER_ASSIGN_OR_RETURN(AxisMask mask, resolve_mask(ctx));
     const ReducePlan plan = make_reduce_plan(x.shape(), mask);
     Tensor& y = ctx.output(0);
+    if (reduce_fast_f32(table_, kind_, x, y, plan)) return Status::ok();
     switch (kind_) {
       case ReduceKind::kSum: return reduce_dispatch<ReduceKind::kSum>(x, y, plan);
       case ReduceKind::kMean: return reduce_dispatch<ReduceKind::kMean>(x, y, plan);
@@ -265,6 +369,7 @@ class ReduceKernel final : public OpKernel {
   std::vector<int64_t> axes_;
   bool keepdims_;
   bool noop_;
+  const RowTable& table_;
 };
 
 }  // namespace

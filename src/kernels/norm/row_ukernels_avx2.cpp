@@ -1,0 +1,252 @@
+// AVX2 + FMA row microkernels: 8 lanes per vector, 4 vectors per iteration in
+// the sums; tails through maskload/maskstore with a sliding lane mask.
+#include <immintrin.h>
+
+#include "kernels/norm/row_ukernels.h"
+
+namespace ember::kernels {
+namespace {
+
+constexpr int64_t kLanes = 8;
+
+alignas(64) const int32_t kMaskWindow[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+
+// Lanes [0, min(remaining, 8)) set; remaining >= 1.
+__m256i tail_mask(int64_t remaining) {
+  const int64_t lanes = remaining < kLanes ? remaining : kLanes;
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMaskWindow + kLanes - lanes));
+}
+
+float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+double hsum_pd(__m256d v) {
+  __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
+  return _mm_cvtsd_f64(s);
+}
+
+// exp(x) for x in [-87.3, 88]: the same range reduction and degree-6 Taylor
+// polynomial as the AVX-512 level; 2^n is built in the exponent field, so x is
+// clamped where 2^n stays normal and lanes below -87.3 (including -inf) are set
+// to 0. max/min keep x as their second operand so NaN passes through.
+__m256 exp_avx2_rr2_p6(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.33654f);
+  const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+  x = _mm256_max_ps(lo, x);
+  x = _mm256_min_ps(_mm256_set1_ps(88.0f), x);
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 720.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(underflow, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
+}
+
+float f32_sum_avx2_u32(const float* x, int64_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(x + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(x + i + 24));
+  }
+  for (; i < n; i += kLanes) a0 = _mm256_add_ps(a0, _mm256_maskload_ps(x + i, tail_mask(n - i)));
+  return hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+}
+
+float f32_sum_sq_dev_avx2_u32(const float* x, int64_t n, float center) {
+  const __m256 c = _mm256_set1_ps(center);
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(x + i), c);
+    const __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), c);
+    const __m256 d2 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 16), c);
+    const __m256 d3 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 24), c);
+    a0 = _mm256_fmadd_ps(d0, d0, a0);
+    a1 = _mm256_fmadd_ps(d1, d1, a1);
+    a2 = _mm256_fmadd_ps(d2, d2, a2);
+    a3 = _mm256_fmadd_ps(d3, d3, a3);
+  }
+  for (; i < n; i += kLanes) {
+    const __m256i m = tail_mask(n - i);
+    const __m256 d = _mm256_and_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), c), _mm256_castsi256_ps(m));
+    a0 = _mm256_fmadd_ps(d, d, a0);
+  }
+  return hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+}
+
+void f32_normalize_avx2_u8(const float* x, float* y, int64_t n, float center, float scale, const float* gamma,
+                           const float* beta) {
+  const __m256 c = _mm256_set1_ps(center);
+  const __m256 s = _mm256_set1_ps(scale);
+  for (int64_t i = 0; i < n; i += kLanes) {
+    const __m256i m = tail_mask(n - i);
+    const __m256 v = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), c), s);
+    const __m256 g = _mm256_maskload_ps(gamma + i, m);
+    const __m256 r = beta ? _mm256_fmadd_ps(v, g, _mm256_maskload_ps(beta + i, m)) : _mm256_mul_ps(v, g);
+    _mm256_maskstore_ps(y + i, m, r);
+  }
+}
+
+void f32_add3_avx2_u8(const float* a, const float* b, const float* c, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; i += kLanes) {
+    const __m256i m = tail_mask(n - i);
+    __m256 r = _mm256_add_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m));
+    if (c) r = _mm256_add_ps(r, _mm256_maskload_ps(c + i, m));
+    _mm256_maskstore_ps(y + i, m, r);
+  }
+}
+
+template <bool kMax>
+float f32_extreme_avx2_u16(const float* x, int64_t n) {
+  const __m256 init = _mm256_set1_ps(kMax ? -__builtin_inff() : __builtin_inff());
+  __m256 a0 = init, a1 = init;
+  __m256 nan = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    const __m256 v0 = _mm256_loadu_ps(x + i);
+    const __m256 v1 = _mm256_loadu_ps(x + i + 8);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v0, v1, _CMP_UNORD_Q));
+    a0 = kMax ? _mm256_max_ps(a0, v0) : _mm256_min_ps(a0, v0);
+    a1 = kMax ? _mm256_max_ps(a1, v1) : _mm256_min_ps(a1, v1);
+  }
+  for (; i < n; i += kLanes) {
+    const __m256i m = tail_mask(n - i);
+    const __m256 v = _mm256_blendv_ps(init, _mm256_maskload_ps(x + i, m), _mm256_castsi256_ps(m));
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    a0 = kMax ? _mm256_max_ps(a0, v) : _mm256_min_ps(a0, v);
+  }
+  if (_mm256_movemask_ps(nan)) return __builtin_nanf("");
+  a0 = kMax ? _mm256_max_ps(a0, a1) : _mm256_min_ps(a0, a1);
+  __m128 r = _mm256_castps256_ps128(a0);
+  const __m128 h = _mm256_extractf128_ps(a0, 1);
+  r = kMax ? _mm_max_ps(r, h) : _mm_min_ps(r, h);
+  r = kMax ? _mm_max_ps(r, _mm_movehl_ps(r, r)) : _mm_min_ps(r, _mm_movehl_ps(r, r));
+  r = kMax ? _mm_max_ss(r, _mm_movehdup_ps(r)) : _mm_min_ss(r, _mm_movehdup_ps(r));
+  return _mm_cvtss_f32(r);
+}
+
+float f32_exp_sum_avx2_rr2_p6_u16(const float* x, float* y, int64_t n, float shift) {
+  const __m256 s = _mm256_set1_ps(shift);
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    const __m256 e0 = exp_avx2_rr2_p6(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
+    const __m256 e1 = exp_avx2_rr2_p6(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), s));
+    if (y) {
+      _mm256_storeu_ps(y + i, e0);
+      _mm256_storeu_ps(y + i + 8, e1);
+    }
+    a0 = _mm256_add_ps(a0, e0);
+    a1 = _mm256_add_ps(a1, e1);
+  }
+  for (; i < n; i += kLanes) {
+    const __m256i m = tail_mask(n - i);
+    const __m256 e = _mm256_and_ps(exp_avx2_rr2_p6(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), s)),
+                                   _mm256_castsi256_ps(m));
+    if (y) _mm256_maskstore_ps(y + i, m, e);
+    a0 = _mm256_add_ps(a0, e);
+  }
+  return hsum(_mm256_add_ps(a0, a1));
+}
+
+void f32_scale_avx2_u8(const float* x, float* y, int64_t n, float s) {
+  const __m256 v = _mm256_set1_ps(s);
+  for (int64_t i = 0; i < n; i += kLanes) {
+    const __m256i m = tail_mask(n - i);
+    _mm256_maskstore_ps(y + i, m, _mm256_mul_ps(_mm256_maskload_ps(x + i, m), v));
+  }
+}
+
+void f32_sub2_avx2_u8(const float* x, float* y, int64_t n, float a, float b) {
+  const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+  for (int64_t i = 0; i < n; i += kLanes) {
+    const __m256i m = tail_mask(n - i);
+    _mm256_maskstore_ps(y + i, m, _mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), va), vb));
+  }
+}
+
+template <int kKind>
+__m256d widen_term(__m128 v) {
+  const __m256d d = _mm256_cvtps_pd(v);
+  if (kKind == kAccumulateSquare) return _mm256_mul_pd(d, d);
+  if (kKind == kAccumulateAbs) return _mm256_andnot_pd(_mm256_set1_pd(-0.0), d);
+  return d;
+}
+
+template <int kKind>
+double f32_sum_f64_avx2_u8(const float* x, int64_t n) {
+  __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+  for (int64_t i = 0; i < n; i += kLanes) {
+    const __m256 v = _mm256_maskload_ps(x + i, tail_mask(n - i));
+    a0 = _mm256_add_pd(a0, widen_term<kKind>(_mm256_castps256_ps128(v)));
+    a1 = _mm256_add_pd(a1, widen_term<kKind>(_mm256_extractf128_ps(v, 1)));
+  }
+  return hsum_pd(_mm256_add_pd(a0, a1));
+}
+
+template <int kKind>
+void f32_accumulate_f64_avx2_u4(const float* x, double* acc, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256d t = widen_term<kKind>(_mm_loadu_ps(x + i));
+    _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), t));
+  }
+  for (; i < n; ++i) {
+    const double v = x[i];
+    acc[i] += kKind == kAccumulateSum ? v : kKind == kAccumulateSquare ? v * v : (v < 0 ? -v : v);
+  }
+}
+
+void f32_accumulate_f64_avx2(const float* x, double* acc, int64_t n, int kind) {
+  if (kind == kAccumulateSquare) return f32_accumulate_f64_avx2_u4<kAccumulateSquare>(x, acc, n);
+  if (kind == kAccumulateAbs) return f32_accumulate_f64_avx2_u4<kAccumulateAbs>(x, acc, n);
+  f32_accumulate_f64_avx2_u4<kAccumulateSum>(x, acc, n);
+}
+
+template <bool kMax>
+void f32_extreme_into_avx2_u8(const float* x, float* acc, int64_t n) {
+  for (int64_t i = 0; i < n; i += kLanes) {
+    const __m256i m = tail_mask(n - i);
+    const __m256 a = _mm256_maskload_ps(acc + i, m);
+    const __m256 v = _mm256_maskload_ps(x + i, m);
+    const __m256 r = kMax ? _mm256_max_ps(a, v) : _mm256_min_ps(a, v);
+    _mm256_maskstore_ps(acc + i, m, _mm256_blendv_ps(r, a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q)));
+  }
+}
+
+}  // namespace
+
+void fill_row_avx2(RowTable& t) {
+  t.sum = f32_sum_avx2_u32;
+  t.sum_sq_dev = f32_sum_sq_dev_avx2_u32;
+  t.normalize = f32_normalize_avx2_u8;
+  t.add3 = f32_add3_avx2_u8;
+  t.max = f32_extreme_avx2_u16<true>;
+  t.min = f32_extreme_avx2_u16<false>;
+  t.exp_sum = f32_exp_sum_avx2_rr2_p6_u16;
+  t.scale = f32_scale_avx2_u8;
+  t.sub2 = f32_sub2_avx2_u8;
+  t.sum_f64 = f32_sum_f64_avx2_u8<kAccumulateSum>;
+  t.sum_sq_f64 = f32_sum_f64_avx2_u8<kAccumulateSquare>;
+  t.sum_abs_f64 = f32_sum_f64_avx2_u8<kAccumulateAbs>;
+  t.accumulate_f64 = f32_accumulate_f64_avx2;
+  t.max_into = f32_extreme_into_avx2_u8<true>;
+  t.min_into = f32_extreme_into_avx2_u8<false>;
+}
+
+}  // namespace ember::kernels
