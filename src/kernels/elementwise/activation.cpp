@@ -224,19 +224,22 @@ Result<std::unique_ptr<OpKernel>> create_prelu(const KernelInit& init) {
 }  // namespace
 }  // namespace elementwise
 
+void register_gelu_ops(OpRegistry& r);  // gelu.cpp
+
 void register_activation_ops(OpRegistry& r) {
   using namespace elementwise;
-  add_op(r, "Relu", 1, create_unary<ReluOp>);
-  add_op(r, "LeakyRelu", 1, create_unary<LeakyReluOp>);
-  add_op(r, "Elu", 1, create_unary<EluOp>);
-  add_op(r, "Selu", 1, create_unary<SeluOp>);
-  add_op(r, "Celu", 12, create_unary<CeluOp>);
-  add_op(r, "HardSigmoid", 1, create_unary<HardSigmoidOp>);
-  add_op(r, "HardSwish", 14, create_unary<HardSwishOp>);
-  add_op(r, "ThresholdedRelu", 10, create_unary<ThresholdedReluOp>);
-  add_op(r, "Softplus", 1, create_unary<SoftplusOp>);
-  add_op(r, "Softsign", 1, create_unary<SoftsignOp>);
-  add_op(r, "Mish", 18, create_unary<MishOp>);
+  register_gelu_ops(r);
+  add_op(r, "Relu", 1, create_unary_table<ReluOp>);
+  add_op(r, "LeakyRelu", 1, create_unary_table<LeakyReluOp>);
+  add_op(r, "Elu", 1, create_unary_table<EluOp>);
+  add_op(r, "Selu", 1, create_unary_table<SeluOp>);
+  add_op(r, "Celu", 12, create_unary_table<CeluOp>);
+  add_op(r, "HardSigmoid", 1, create_unary_table<HardSigmoidOp>);
+  add_op(r, "HardSwish", 14, create_unary_table<HardSwishOp>);
+  add_op(r, "ThresholdedRelu", 10, create_unary_table<ThresholdedReluOp>);
+  add_op(r, "Softplus", 1, create_unary_table<SoftplusOp>);
+  add_op(r, "Softsign", 1, create_unary_table<SoftsignOp>);
+  add_op(r, "Mish", 18, create_unary_table<MishOp>);
   add_op(r, "Clip", 1, create_clip);
   add_op(r, "PRelu", 1, create_prelu);
 }

@@ -6,6 +6,56 @@
 
 namespace ember::kernels {
 namespace elementwise {
+
+int64_t unary_grain(UnaryKind kind) {
+  switch (kind) {
+    case UnaryKind::kRelu:
+    case UnaryKind::kLeakyRelu:
+    case UnaryKind::kHardSigmoid:
+    case UnaryKind::kHardSwish:
+    case UnaryKind::kThresholdedRelu:
+    case UnaryKind::kNeg:
+    case UnaryKind::kAbs:
+    case UnaryKind::kClip:
+    case UnaryKind::kFloor:
+    case UnaryKind::kCeil:
+    case UnaryKind::kRound:
+    case UnaryKind::kSqrt:
+    case UnaryKind::kReciprocal:
+    case UnaryKind::kSoftsign:
+      return 32768;
+    default:
+      return 8192;
+  }
+}
+
+Status UnaryTableKernel::run(KernelContext& ctx) const {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  const int64_t n = x.numel();
+  if (dtype_ == DType::kF32) {
+    const float* xp = x.data_as<float>();
+    float* yp = y.data_as<float>();
+    threading::parallel_for(n, grain_, [&](int64_t begin, int64_t end) { fn_(xp + begin, yp + begin, end - begin, params_); });
+    return Status::ok();
+  }
+  const ConvertTable& cvt = convert_table();
+  const bool f16 = dtype_ == DType::kF16;
+  const auto* xp = reinterpret_cast<const uint16_t*>(x.data());
+  auto* yp = reinterpret_cast<uint16_t*>(y.data());
+  threading::parallel_for(n, grain_, [&](int64_t begin, int64_t end) {
+    float buf[kBlock];
+    for (int64_t i = begin; i < end; i += kBlock) {
+      const int64_t m = end - i < kBlock ? end - i : kBlock;
+      (f16 ? cvt.f16_to_f32 : cvt.bf16_to_f32)(xp + i, buf, m);
+      fn_(buf, buf, m, params_);
+      (f16 ? cvt.f32_to_f16 : cvt.f32_to_bf16)(buf, yp + i, m);
+    }
+  });
+  return Status::ok();
+}
+
+
 namespace {
 
 // Negation that wraps for the most negative integer instead of overflowing.
@@ -117,18 +167,18 @@ struct BitwiseNotOp {
 
 void register_unary_ops(OpRegistry& r) {
   using namespace elementwise;
-  add_op(r, "Abs", 1, create_unary<AbsOp>);
-  add_op(r, "Neg", 1, create_unary<NegOp>);
+  add_op(r, "Abs", 1, create_unary_table<AbsOp>);
+  add_op(r, "Neg", 1, create_unary_table<NegOp>);
   add_op(r, "Sign", 9, create_unary<SignOp>);
-  add_op(r, "Floor", 1, create_unary<FloorOp>);
-  add_op(r, "Ceil", 1, create_unary<CeilOp>);
-  add_op(r, "Round", 11, create_unary<RoundOp>);
-  add_op(r, "Sqrt", 1, create_unary<SqrtOp>);
-  add_op(r, "Reciprocal", 1, create_unary<ReciprocalOp>);
-  add_op(r, "Exp", 1, create_unary<ExpOp>);
-  add_op(r, "Log", 1, create_unary<LogOp>);
-  add_op(r, "Sin", 7, create_unary<SinOp>);
-  add_op(r, "Cos", 7, create_unary<CosOp>);
+  add_op(r, "Floor", 1, create_unary_table<FloorOp>);
+  add_op(r, "Ceil", 1, create_unary_table<CeilOp>);
+  add_op(r, "Round", 11, create_unary_table<RoundOp>);
+  add_op(r, "Sqrt", 1, create_unary_table<SqrtOp>);
+  add_op(r, "Reciprocal", 1, create_unary_table<ReciprocalOp>);
+  add_op(r, "Exp", 1, create_unary_table<ExpOp>);
+  add_op(r, "Log", 1, create_unary_table<LogOp>);
+  add_op(r, "Sin", 7, create_unary_table<SinOp>);
+  add_op(r, "Cos", 7, create_unary_table<CosOp>);
   add_op(r, "Tan", 7, create_unary<TanOp>);
   add_op(r, "Asin", 7, create_unary<AsinOp>);
   add_op(r, "Acos", 7, create_unary<AcosOp>);
@@ -138,9 +188,9 @@ void register_unary_ops(OpRegistry& r) {
   add_op(r, "Asinh", 9, create_unary<AsinhOp>);
   add_op(r, "Acosh", 9, create_unary<AcoshOp>);
   add_op(r, "Atanh", 9, create_unary<AtanhOp>);
-  add_op(r, "Tanh", 1, create_unary<TanhOp>);
-  add_op(r, "Sigmoid", 1, create_unary<SigmoidOp>);
-  add_op(r, "Erf", 9, create_unary<ErfOp>);
+  add_op(r, "Tanh", 1, create_unary_table<TanhOp>);
+  add_op(r, "Sigmoid", 1, create_unary_table<SigmoidOp>);
+  add_op(r, "Erf", 9, create_unary_table<ErfOp>);
   add_op(r, "IsNaN", 9, create_unary<IsNaNOp>);
   add_op(r, "IsInf", 10, create_unary<IsInfOp>);
   add_op(r, "Not", 1, create_unary<NotOp>);
