@@ -82,16 +82,19 @@ OptimizeStats optimize_graph(ir::Graph& g) {
         OptimizeStats sub = optimize_graph(*a.g);
         stats.folded += sub.folded;
         stats.dead_removed += sub.dead_removed;
+        stats.fused += sub.fused;
       }
       for (auto& sg : a.graphs) {
         OptimizeStats sub = optimize_graph(*sg);
         stats.folded += sub.folded;
         stats.dead_removed += sub.dead_removed;
+        stats.fused += sub.fused;
       }
     }
   }
   stats.folded += fold_constants(g);
   stats.dead_removed += ir::eliminate_dead_nodes(g);
+  stats.fused += fuse_elementwise(g);
   return stats;
 }
 

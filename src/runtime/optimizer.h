@@ -1,6 +1,7 @@
 #pragma once
 // Session-time graph optimization: constant folding (evaluating nodes whose
-// inputs are all constants with their kernels) and dead-node elimination.
+// inputs are all constants with their kernels), dead-node elimination and
+// elementwise fusion.
 #include "base/status.h"
 #include "ir/graph.h"
 
@@ -9,7 +10,12 @@ namespace ember::runtime {
 struct OptimizeStats {
   size_t folded = 0;
   size_t dead_removed = 0;
+  size_t fused = 0;  // nodes replaced by FusedElementwise nodes
 };
+
+// Replaces groups of elementwise nodes by FusedElementwise nodes; returns the
+// number of nodes fused. `g` must be topologically sorted with current links.
+size_t fuse_elementwise(ir::Graph& g);
 
 // Optimizes `g` and, recursively, its subgraphs.
 OptimizeStats optimize_graph(ir::Graph& g);

@@ -1,4 +1,5 @@
 #include "kernels/elementwise/elementwise_common.h"
+#include "kernels/elementwise/fused_elementwise.h"
 
 namespace ember::kernels {
 
@@ -9,6 +10,7 @@ void register_elementwise_ops(OpRegistry& r) {
   register_compare_logical_ops(r);
   register_variadic_ops(r);
   register_where_ops(r);
+  register_fused_elementwise_ops(r);
   register_cast_ops(r);
 }
 
