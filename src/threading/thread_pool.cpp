@@ -82,7 +82,10 @@ class Pool {
   void ensure_workers(int count) {
     while (static_cast<int>(workers_.size()) < count) {
       const int index = static_cast<int>(workers_.size());
-      workers_.emplace_back([this, index] { worker_loop(index); });
+      // The word before the job that needs this worker is published: a thread
+      // that starts late still sees that job as new.
+      const uint32_t seen = job_word_.load(std::memory_order_relaxed);
+      workers_.emplace_back([this, index, seen] { worker_loop(index, seen); });
       workers_.back().detach();
     }
   }
@@ -99,8 +102,7 @@ class Pool {
     t_in_job = outer;
   }
 
-  void worker_loop(int index) {
-    uint32_t seen = job_word_.load(std::memory_order_acquire);
+  void worker_loop(int index, uint32_t seen) {
     for (;;) {
       seen = wait_for_change(seen);
       if (index >= static_cast<int>(seen & ((1u << kWorkerBits) - 1))) continue;  // not asked to help

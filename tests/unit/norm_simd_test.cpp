@@ -371,6 +371,13 @@ TEST(LayerNormOps, ShapeErrorsAndZeroSize) {
   EXPECT_EQ(r.value()[0].shape(), (Shape{0, 4}));
   auto s = run_op("SkipSimplifiedLayerNormalization", {&empty, &empty, &g}, {}, 4, 1, "com.microsoft");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  // Rows of width 0: the statistics of an empty row are NaN, not left unwritten.
+  Tensor no_width = Tensor::allocate(DType::kF32, {3, 0}), no_scale = Tensor::allocate(DType::kF32, {0});
+  auto z = run_op("LayerNormalization", {&no_width, &no_scale}, {}, 3);
+  ASSERT_TRUE(z.is_ok()) << z.status().to_string();
+  ASSERT_EQ(z.value()[1].shape(), (Shape{3, 1}));
+  for (float v : values_of<float>(z.value()[1])) EXPECT_TRUE(std::isnan(v));
+  for (float v : values_of<float>(z.value()[2])) EXPECT_TRUE(std::isnan(v));
 }
 
 // ---- softmax ---------------------------------------------------------------

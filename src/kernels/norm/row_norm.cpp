@@ -9,6 +9,7 @@
 // double reference in layer_norm.cpp.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -208,6 +209,16 @@ class RowNormKernel final : public OpKernel {
     job.sum = output_data(ctx, c_.sum_out);
     job.mean = static_cast<float*>(output_data(ctx, c_.mean_out));
     job.inv_std = static_cast<float*>(output_data(ctx, c_.inv_std_out));
+    if (job.n == 0) {
+      // Statistics of an empty row are 0/0: NaN, as the mean and variance formulas give.
+      for (float* stats : {job.mean, job.inv_std}) {
+        if (stats) {
+          std::fill_n(stats, shape_numel(std::span(x.shape()).first(static_cast<size_t>(axis))),
+                      std::numeric_limits<float>::quiet_NaN());
+        }
+      }
+      return Status::ok();
+    }
     const RowTable& t = table_;
     const int64_t grain = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(1, job.n));
     threading::parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
