@@ -90,7 +90,8 @@ TEST(Convert, F32ToF16RoundsToNearestEven) {
   std::vector<uint16_t> want(in.size());
   for (size_t i = 0; i < in.size(); ++i) want[i] = f16_nearest(in[i]);
   for (Isa isa : available_isas()) {
-    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{15}, int64_t{16}, int64_t{17}, static_cast<int64_t>(in.size())}) {
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{31}, int64_t{32},
+                      int64_t{33}, int64_t{47}, static_cast<int64_t>(in.size())}) {
       std::vector<uint16_t> out(static_cast<size_t>(n) + 1, 0xabcd);
       convert_table(isa).f32_to_f16(in.data(), out.data(), n);
       for (int64_t i = 0; i < n; ++i) {
@@ -108,28 +109,30 @@ TEST(Convert, F32ToF16RoundsToNearestEven) {
 TEST(Convert, F32ToBf16RoundsToNearestEven) {
   const std::vector<float> in = interesting_floats();
   for (Isa isa : available_isas()) {
-    std::vector<uint16_t> out(in.size() + 1, 0xabcd);
-    convert_table(isa).f32_to_bf16(in.data(), out.data(), static_cast<int64_t>(in.size()));
-    for (size_t i = 0; i < in.size(); ++i) {
-      const uint32_t u = bits_of(in[i]);
-      if (std::isnan(in[i])) {
-        EXPECT_TRUE((out[i] & 0x7f80) == 0x7f80 && (out[i] & 0x7f) != 0) << isa_name(isa) << " NaN";
-        continue;
+    for (size_t len : {size_t{0}, size_t{1}, size_t{17}, size_t{31}, size_t{32}, size_t{33}, size_t{47}, in.size()}) {
+      std::vector<uint16_t> out(len + 1, 0xabcd);
+      convert_table(isa).f32_to_bf16(in.data(), out.data(), static_cast<int64_t>(len));
+      for (size_t i = 0; i < len; ++i) {
+        const uint32_t u = bits_of(in[i]);
+        if (std::isnan(in[i])) {
+          EXPECT_TRUE((out[i] & 0x7f80) == 0x7f80 && (out[i] & 0x7f) != 0) << isa_name(isa) << " NaN";
+          continue;
+        }
+        if (std::isinf(in[i])) {
+          ASSERT_EQ(out[i], u >> 16) << isa_name(isa);
+          continue;
+        }
+        // Nearest of the two candidates by exact distance, ties to the even one.
+        const uint32_t lo = u & 0xffff0000u, hi = lo + 0x10000u;
+        const double d_lo = std::fabs(static_cast<double>(from_bits(lo)) - in[i]);
+        const double d_hi = std::isinf(from_bits(hi))
+                                ? std::fabs(std::ldexp(1.0, 128) - std::fabs(static_cast<double>(in[i])))
+                                : std::fabs(static_cast<double>(from_bits(hi)) - in[i]);
+        const uint32_t want = (d_lo < d_hi || (d_lo == d_hi && ((lo >> 16) & 1) == 0)) ? lo : hi;
+        ASSERT_EQ(out[i], want >> 16) << isa_name(isa) << " x=" << in[i];
       }
-      if (std::isinf(in[i])) {
-        ASSERT_EQ(out[i], u >> 16) << isa_name(isa);
-        continue;
-      }
-      // Nearest of the two candidates by exact distance, ties to the even one.
-      const uint32_t lo = u & 0xffff0000u, hi = lo + 0x10000u;
-      const double d_lo = std::fabs(static_cast<double>(from_bits(lo)) - in[i]);
-      const double d_hi = std::isinf(from_bits(hi))
-                              ? std::fabs(std::ldexp(1.0, 128) - std::fabs(static_cast<double>(in[i])))
-                              : std::fabs(static_cast<double>(from_bits(hi)) - in[i]);
-      const uint32_t want = (d_lo < d_hi || (d_lo == d_hi && ((lo >> 16) & 1) == 0)) ? lo : hi;
-      ASSERT_EQ(out[i], want >> 16) << isa_name(isa) << " x=" << in[i];
+      EXPECT_EQ(out[len], 0xabcd) << isa_name(isa) << ": wrote past the end, n=" << len;
     }
-    EXPECT_EQ(out[in.size()], 0xabcd);
   }
 }
 
