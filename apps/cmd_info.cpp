@@ -4,8 +4,10 @@
 
 #include "commands.h"
 #include "ir/shape_inference.h"
+#include "kernels/elementwise/fused_elementwise.h"
 #include "kernels/registry.h"
 #include "onnx/model_loader.h"
+#include "runtime/session.h"
 
 namespace ember::cli {
 namespace {
@@ -32,6 +34,25 @@ void count_ops(const ir::Graph& g, std::map<std::string, std::pair<int, bool>>& 
       if (a.g) count_ops(*a.g, ops);
       for (const auto& sg : a.graphs) count_ops(*sg, ops);
     }
+  }
+}
+
+// What the session runs after optimization, with each fused group's members.
+void print_optimized(std::shared_ptr<ir::Graph> graph) {
+  const size_t original = graph->nodes.size();
+  auto session = runtime::Session::create(std::move(graph));
+  if (!session.is_ok()) {
+    fmt::print("session: {}\n", session.status().to_string());
+    return;
+  }
+  const ir::Graph& g = (*session)->graph();
+  fmt::print("optimized: {} nodes (from {})\n", g.nodes.size(), original);
+  for (const ir::Node& node : g.nodes) {
+    const ir::Attribute* body = node.find_attr("body");
+    if (node.domain != kernels::kEmberDomain || node.op_type != kernels::kFusedElementwiseOp || !body || !body->g) continue;
+    std::vector<std::string> members;
+    for (const ir::Node& m : body->g->nodes) members.push_back(m.op_type);
+    fmt::print("  fused {}: {}\n", node.name, fmt::join(members, " -> "));
   }
 }
 
@@ -98,6 +119,7 @@ Command add_info(CLI::App& app) {
       if (!entry.second) unsupported.push_back(name);
     }
     fmt::print("unsupported ops: {}\n", unsupported.empty() ? "none" : fmt::format("{}", fmt::join(unsupported, ", ")));
+    if (unsupported.empty()) print_optimized(std::move(loaded->graph));
     return 0;
   };
 }

@@ -52,7 +52,8 @@ else
 fi
 
 if "$ember" info "$demo/model.onnx" >"$tmp/out" 2>&1 && grep -q "LayerNormalization" "$tmp/out" &&
-   grep -q "unsupported ops: none" "$tmp/out"; then
+   grep -q "unsupported ops: none" "$tmp/out" && grep -q "^optimized: .* nodes" "$tmp/out" &&
+   grep -q "^  fused .*: .*Erf" "$tmp/out"; then
   pass "info"
 else
   fail "info: $(cat "$tmp/out")"
