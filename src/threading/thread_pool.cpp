@@ -20,10 +20,15 @@
 namespace ember::threading {
 namespace {
 
-// How long a worker spins after a job before parking. Kernels of one run follow
-// each other within microseconds; 50 us keeps workers awake across a run
-// without burning a core between runs.
-constexpr auto kSpinTime = std::chrono::microseconds(50);
+// How long a worker spins after a job before parking, adapted per worker: a
+// job that arrives soon after parking (within 4 spin times) doubles the spin,
+// one that arrives later halves it. Kernels of one run follow each other within
+// microseconds, so spinning keeps workers awake across a run; long gaps between
+// runs (sampling, I/O) shrink the spin so an idle session does not burn a core.
+using Micros = std::chrono::microseconds;
+constexpr Micros kMinSpin{10};
+constexpr Micros kInitialSpin{50};
+constexpr Micros kMaxSpin{1000};
 constexpr int kMaxWorkers = 255;  // the worker count shares the job word with the generation
 constexpr uint32_t kWorkerBits = 8;
 constexpr uint32_t kClosed = 1u << 31;
@@ -103,8 +108,9 @@ class Pool {
   }
 
   void worker_loop(int index, uint32_t seen) {
+    Micros spin = kInitialSpin;
     for (;;) {
-      seen = wait_for_change(seen);
+      seen = wait_for_change(seen, spin);
       if (index >= static_cast<int>(seen & ((1u << kWorkerBits) - 1))) continue;  // not asked to help
       // Joining may land in a later job than the one that woke us; the job
       // fields read after joining are always those of the open job.
@@ -113,8 +119,9 @@ class Pool {
     }
   }
 
-  uint32_t wait_for_change(uint32_t seen) {
-    const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  uint32_t wait_for_change(uint32_t seen, Micros& spin) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + spin;
     for (int i = 0;; ++i) {
       const uint32_t word = job_word_.load(std::memory_order_acquire);
       if (word != seen) return word;
@@ -129,7 +136,11 @@ class Pool {
         word = job_word_.load(std::memory_order_acquire);
       }
       sleeping_.fetch_sub(1, std::memory_order_relaxed);
-      if (word != seen) return word;
+      if (word != seen) {
+        const auto waited = std::chrono::steady_clock::now() - start;
+        spin = waited < 4 * spin ? std::min(kMaxSpin, 2 * spin) : std::max(kMinSpin, spin / 2);
+        return word;
+      }
     }
   }
 
