@@ -30,29 +30,10 @@ double hsum_pd(__m256d v) {
   return _mm_cvtsd_f64(s);
 }
 
-// exp(x) for x in [-87.3, 88]: the same range reduction and degree-6 Taylor
-// polynomial as the AVX-512 level; 2^n is built in the exponent field, so x is
-// clamped where 2^n stays normal and lanes below -87.3 (including -inf) are set
-// to 0. max/min keep x as their second operand so NaN passes through.
-__m256 exp_avx2_rr2_p6(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.33654f);
-  const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  x = _mm256_max_ps(lo, x);
-  x = _mm256_min_ps(_mm256_set1_ps(88.0f), x);
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 720.0f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_andnot_ps(underflow, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
-}
+// e^x: the same vector exp as the f32 unary kernels (one exp for both), over
+// the unary kernels' vector layer.
+#include "kernels/elementwise/simd_f32_avx2.inc"
+#include "kernels/elementwise/exp_f32.inc"
 
 float f32_sum_avx2_u32(const float* x, int64_t n) {
   __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
@@ -140,13 +121,13 @@ float f32_extreme_avx2_u16(const float* x, int64_t n) {
   return _mm_cvtss_f32(r);
 }
 
-float f32_exp_sum_avx2_rr2_p6_u16(const float* x, float* y, int64_t n, float shift) {
+float f32_exp_sum_avx2_rr2_p5_u16(const float* x, float* y, int64_t n, float shift) {
   const __m256 s = _mm256_set1_ps(shift);
   __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
-    const __m256 e0 = exp_avx2_rr2_p6(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
-    const __m256 e1 = exp_avx2_rr2_p6(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), s));
+    const __m256 e0 = exp_f(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
+    const __m256 e1 = exp_f(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), s));
     if (y) {
       _mm256_storeu_ps(y + i, e0);
       _mm256_storeu_ps(y + i + 8, e1);
@@ -156,7 +137,7 @@ float f32_exp_sum_avx2_rr2_p6_u16(const float* x, float* y, int64_t n, float shi
   }
   for (; i < n; i += kLanes) {
     const __m256i m = tail_mask(n - i);
-    const __m256 e = _mm256_and_ps(exp_avx2_rr2_p6(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), s)),
+    const __m256 e = _mm256_and_ps(exp_f(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), s)),
                                    _mm256_castsi256_ps(m));
     if (y) _mm256_maskstore_ps(y + i, m, e);
     a0 = _mm256_add_ps(a0, e);
@@ -238,7 +219,7 @@ void fill_row_avx2(RowTable& t) {
   t.add3 = f32_add3_avx2_u8;
   t.max = f32_extreme_avx2_u16<true>;
   t.min = f32_extreme_avx2_u16<false>;
-  t.exp_sum = f32_exp_sum_avx2_rr2_p6_u16;
+  t.exp_sum = f32_exp_sum_avx2_rr2_p5_u16;
   t.scale = f32_scale_avx2_u8;
   t.sub2 = f32_sub2_avx2_u8;
   t.sum_f64 = f32_sum_f64_avx2_u8<kAccumulateSum>;

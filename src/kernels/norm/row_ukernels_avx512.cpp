@@ -46,27 +46,10 @@ double hsum_pd(__m512d v) {
   return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
 
-// exp(x) for x in [-104, 88]: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split
-// of ln2 from Cephes), exp(r) by its degree-6 Taylor polynomial (truncation error
-// |r|^7/7! < 1.2e-7 relative), then scalef by 2^n, which also flushes to 0 below
-// -104 (so -inf gives 0). max/min keep x as their second operand so NaN passes
-// through.
-__m512 exp_avx512_rr2_p6(__m512 x) {
-  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
-  x = _mm512_min_ps(_mm512_set1_ps(88.0f), x);
-  const __m512 n =
-      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 720.0f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
+// e^x: the same vector exp as the f32 unary kernels (one exp for both), over
+// the unary kernels' vector layer.
+#include "kernels/elementwise/simd_f32_avx512.inc"
+#include "kernels/elementwise/exp_f32.inc"
 
 float f32_sum_avx512_u64(const float* x, int64_t n) {
   __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
@@ -148,13 +131,13 @@ float f32_extreme_avx512_u32(const float* x, int64_t n) {
   return kMax ? hmax(_mm512_max_ps(a0, a1)) : hmin(_mm512_min_ps(a0, a1));
 }
 
-float f32_exp_sum_avx512_rr2_p6_u32(const float* x, float* y, int64_t n, float shift) {
+float f32_exp_sum_avx512_rr2_p5_u32(const float* x, float* y, int64_t n, float shift) {
   const __m512 s = _mm512_set1_ps(shift);
   __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
-    const __m512 e0 = exp_avx512_rr2_p6(_mm512_sub_ps(_mm512_loadu_ps(x + i), s));
-    const __m512 e1 = exp_avx512_rr2_p6(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), s));
+    const __m512 e0 = exp_f(_mm512_sub_ps(_mm512_loadu_ps(x + i), s));
+    const __m512 e1 = exp_f(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), s));
     if (y) {
       _mm512_storeu_ps(y + i, e0);
       _mm512_storeu_ps(y + i + 16, e1);
@@ -164,7 +147,7 @@ float f32_exp_sum_avx512_rr2_p6_u32(const float* x, float* y, int64_t n, float s
   }
   for (; i < n; i += kLanes) {
     const __mmask16 m = tail_mask(n - i);
-    const __m512 e = _mm512_maskz_mov_ps(m, exp_avx512_rr2_p6(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s)));
+    const __m512 e = _mm512_maskz_mov_ps(m, exp_f(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s)));
     if (y) _mm512_mask_storeu_ps(y + i, m, e);
     a0 = _mm512_add_ps(a0, e);
   }
@@ -242,7 +225,7 @@ void fill_row_avx512(RowTable& t) {
   t.add3 = f32_add3_avx512_u16;
   t.max = f32_extreme_avx512_u32<true>;
   t.min = f32_extreme_avx512_u32<false>;
-  t.exp_sum = f32_exp_sum_avx512_rr2_p6_u32;
+  t.exp_sum = f32_exp_sum_avx512_rr2_p5_u32;
   t.scale = f32_scale_avx512_u16;
   t.sub2 = f32_sub2_avx512_u16;
   t.sum_f64 = f32_sum_f64_avx512_u16<kAccumulateSum>;
