@@ -64,10 +64,9 @@ CastPath pick_cast_path(DType from, DType to) {
   return CastPath::kGeneric;
 }
 
-// Elements per range on 2 threads. Measured with Cast f32->f16 (ember perf
-// --threads 1 vs 2): with 16 Ki-element ranges 2 threads lost up to 256 Ki
-// elements (32 Ki: 1.79 -> 2.13 us, 64 Ki: 3.50 -> 3.86 us) and broke even at 1 Mi.
-constexpr int64_t kCastGrain = 64 * 1024;
+// Elements per range. Cast f32 -> f16, 1 vs 2 threads: 32 Ki elements 1.86 ->
+// 1.42 us, 16 Ki 0.99 -> 0.97 us (method in docs/benchmarks/2026-11-30-thread-grains.md).
+constexpr int64_t kCastGrain = 16 * 1024;
 // f32 staging block for f16 <-> bf16 (2 KiB: stays in L1 between the two passes).
 constexpr int64_t kCastBlock = 512;
 

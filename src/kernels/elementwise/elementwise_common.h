@@ -144,12 +144,10 @@ struct SimpleBroadcast {
 SimpleBroadcast simplify_broadcast(std::span<const int64_t> out_shape,
                                    std::span<const std::span<const int64_t>> inputs);
 
-// Elements per parallel_for range of the elementwise loops, from `ember perf
-// --threads 1|2` on single-op f32 models: a 4 Ki Mul by scalar takes 0.53 µs on
-// one thread, so a 16 Ki range (~2 µs) is about what waking a worker costs; at
-// 1 Mi, 2 threads take Where from 166 to 78 µs, while same-shape Add stays
-// memory-bound (175 vs 186 µs p50; noisy shared machine).
-inline constexpr int64_t kElementwiseGrain = 16384;
+// Elements per parallel_for range of the elementwise loops. Same-shape f32 Add,
+// 1 vs 2 threads: 16 Ki elements 1.86 -> 1.38 us, 8 Ki 1.00 -> 1.01 us (method
+// in docs/benchmarks/2026-11-30-thread-grains.md).
+inline constexpr int64_t kElementwiseGrain = 8192;
 
 // The three row forms every binary loop reduces to. vs reads b[0]; sv reads a[0].
 template <typename A, typename B, typename O, typename F>

@@ -21,10 +21,11 @@ namespace {
 constexpr int64_t kBlock = 512;
 constexpr int kMaxInputs = 8;
 constexpr int kMaxTemps = 8;
-// A thread's range is worth waking a worker above ~16 Ki elements: measured
-// with a Sigmoid+Mul body (SiLU) at 1 and 2 threads, where 2 threads break even
-// near 8 Ki elements on this 2-core machine; the margin covers cheaper bodies.
-constexpr int64_t kGrain = 16 * 1024;
+// Elements per parallel_for range. A SiLU body, 1 vs 2 threads: 8 Ki elements
+// 2.64 -> 1.76 us, 4 Ki 1.38 -> 1.04 us; but work as cheap as a single Add loses
+// at 4 Ki (0.57 -> 0.72 us) and breaks even at 8 Ki (method in
+// docs/benchmarks/2026-11-30-thread-grains.md).
+constexpr int64_t kGrain = 4 * 1024;
 
 std::optional<BinaryKind> binary_kind(const ir::Node& node) {
   if (!node.domain.empty()) return std::nullopt;

@@ -22,12 +22,10 @@
 namespace ember::kernels {
 namespace {
 
-// Elements per parallel_for task: 16 Ki (64 KiB of f32 rows, ~3-4 us of work at
-// one thread) so a single token's row never wakes a second thread. PROVISIONAL:
-// ember_ab on LayerNormalization f32 [128, 4096] measured 112 us at 1 thread and
-// 180 us at 2 while four other builds loaded this 2-core machine; re-measure on
-// an idle machine before trusting the 2-thread split.
-constexpr int64_t kElementsPerTask = 16384;
+// Elements per parallel_for task. LayerNormalization over rows of 1024 f32, 1 vs
+// 2 threads: 16 Ki elements 2.57 -> 1.86 us, 8 Ki 1.33 -> 1.36 us (method in
+// docs/benchmarks/2026-11-30-thread-grains.md): work of 8 Ki elements or less stays on one thread.
+constexpr int64_t kElementsPerTask = 8192;
 
 struct NormConfig {
   std::string op;

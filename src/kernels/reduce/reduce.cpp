@@ -222,9 +222,10 @@ Status reduce_dispatch(const Tensor& x, Tensor& y, const ReducePlan& plan) {
   return internal_error("reduce: unexpected dtype {}", dtype_name(x.dtype()));
 }
 
-// Input elements per parallel_for task: 32 Ki (128 KiB of f32, a few us of
-// widened sums). PROVISIONAL: not yet measured at 1 vs 2 threads.
-constexpr int64_t kReduceElementsPerTask = 32768;
+// Input elements per parallel_for task. ReduceSum over rows of 1024 f32, 1 vs 2
+// threads: 16 Ki elements 1.55 -> 1.21 us, 8 Ki 0.87 -> 0.82 us (method in
+// docs/benchmarks/2026-11-30-thread-grains.md).
+constexpr int64_t kReduceElementsPerTask = 8192;
 
 bool has_fast_path(ReduceKind kind) {
   return kind == ReduceKind::kSum || kind == ReduceKind::kMean || kind == ReduceKind::kSumSquare ||

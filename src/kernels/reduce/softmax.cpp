@@ -77,10 +77,10 @@ Status normalize_dispatch(const Tensor& x, Tensor& y, int64_t outer, int64_t n, 
   return internal_error("softmax: unexpected dtype {}", dtype_name(x.dtype()));
 }
 
-// Elements per parallel_for task, as in norm/row_norm.cpp (16 Ki). PROVISIONAL:
-// ember_ab on Softmax f32 [1, 14, 128, 128] measured 79 us at 1 thread and 88 us
-// at 2 on this 2-core machine while other builds ran; re-measure when idle.
-constexpr int64_t kElementsPerTask = 16384;
+// Elements per parallel_for task. Softmax over rows of 1024 f32, 1 vs 2 threads:
+// 8 Ki elements 2.44 -> 1.58 us, 4 Ki 1.27 -> 1.12 us (method in
+// docs/benchmarks/2026-11-30-thread-grains.md).
+constexpr int64_t kElementsPerTask = 4096;
 
 struct SoftmaxJob {
   DType dtype;

@@ -108,12 +108,9 @@ inline int64_t outer_count(const StridedLayout& l, size_t outer_rank) {
 }
 
 // Data movement splits across threads only in ranges of at least this many bytes:
-// below it waking a worker costs more than the copy it takes over. Measured on Zen 5
-// (2 cores, busy with other builds) with ember perf --threads 1 vs 2 on Concat of
-// two [R,1024] f32, Transpose of [2R,1024] and Cast f32->f16 of 2R*1024: with
-// 64 KiB ranges 2 threads lost at 128-256 KiB (Concat R=32: 4.80 -> 5.36 us,
-// Transpose R=32: 7.7 -> 8.5 us); from 1 MiB they break even, and win when the
-// second core is free (Gather of 128 rows of 16 KiB: 42.9 -> 23.2 us).
+// below it waking a worker costs more than the copy it takes over. Transpose of a
+// square f32 matrix, 1 vs 2 threads: 512 KiB 15.5 -> 11.4 us, 256 KiB 6.7 ->
+// 6.9 us (method in docs/benchmarks/2026-11-30-thread-grains.md).
 constexpr int64_t kParallelCopyBytes = 256 * 1024;
 
 // Copies a coalesced block from `src` to `dst` (element size 1, 2, 4 or 8 bytes),
