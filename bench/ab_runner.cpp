@@ -83,34 +83,60 @@ struct TimedSystem {
   std::vector<double> all_us;    // every round's trials
 };
 
-// One run of each system, in an order drawn per trial: with a fixed order each
-// system always follows the same other one, and the null control at 4Ki read
-// 1.03-1.06 (ORT-null measured slower than ORT: the state a predecessor leaves in
-// caches and branch predictors differs); shuffled, it reads 0.995-1.006.
-Status trial(std::vector<TimedSystem>& systems, std::minstd_rand& rng, bool record) {
+// How a trial runs the systems. At one thread, one run each. With worker
+// threads, each system's idle workers spin for a while after its run; run
+// back to back, the next system found a core taken by the previous one's
+// spinning worker (at 2 threads Ember's Tanh over 1 Mi floats took its
+// 1-thread time, 284 us against ORT's 137). So with workers a trial runs each
+// system as a block: untimed runs for `settle_us` (the previous system's
+// workers park, this one's wake), then `block` timed runs. 2 ms of settling
+// was not enough (ORT's workers were still spinning: Erf over 1 Mi floats
+// read 0.52-1.03 across rounds); 10 ms gives stable rounds.
+struct TrialShape {
+  int block = 1;
+  double settle_us = 0;
+};
+
+TrialShape trial_shape(int threads) {
+  if (threads <= 1) return {};
+  return {16, 10000.0};
+}
+
+// The systems in an order drawn per trial: with a fixed order each system
+// always follows the same other one, and the null control at 4Ki read 1.03-1.06
+// (ORT-null measured slower than ORT: the state a predecessor leaves in caches
+// and branch predictors differs); shuffled, it reads 0.995-1.006.
+Status trial(std::vector<TimedSystem>& systems, const TrialShape& shape, std::minstd_rand& rng, bool record) {
   std::array<size_t, 3> order{0, 1, 2};
   std::shuffle(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(systems.size()), rng);
   for (size_t k = 0; k < systems.size(); ++k) {
     TimedSystem& s = systems[order[k]];
-    const Clock::time_point t0 = Clock::now();
-    Status status = s.run();
-    const Clock::time_point t1 = Clock::now();
-    if (!status.is_ok()) return status;
-    if (record) s.round_us.push_back(elapsed_us(t0, t1));
+    const Clock::time_point settle_start = Clock::now();
+    while (shape.settle_us > 0 && elapsed_us(settle_start, Clock::now()) < shape.settle_us) {
+      EMBER_RETURN_IF_ERROR(s.run());
+    }
+    for (int b = 0; b < shape.block; ++b) {
+      const Clock::time_point t0 = Clock::now();
+      Status status = s.run();
+      const Clock::time_point t1 = Clock::now();
+      if (!status.is_ok()) return status;
+      if (record) s.round_us.push_back(elapsed_us(t0, t1));
+    }
   }
   return Status::ok();
 }
 
 // Warms up, picks the trials per round, then runs the rounds. systems[0] is
 // Ember; systems[1] and [2], when present, ORT and the ORT null control.
-Status time_systems(std::vector<TimedSystem>& systems, const RunConfig& config, CaseResult& result) {
+Status time_systems(std::vector<TimedSystem>& systems, const TrialShape& shape, const RunConfig& config,
+                    CaseResult& result) {
   std::minstd_rand rng(7);
   std::vector<double> warm_trial_us;
   const Clock::time_point start = Clock::now();
   const size_t min_trials = static_cast<size_t>(std::max(config.warmup_trials, 1));
   while (warm_trial_us.size() < min_trials || elapsed_us(start, Clock::now()) < config.warmup_ms * 1e3) {
     const Clock::time_point t0 = Clock::now();
-    EMBER_RETURN_IF_ERROR(trial(systems, rng, false));
+    EMBER_RETURN_IF_ERROR(trial(systems, shape, rng, false));
     warm_trial_us.push_back(elapsed_us(t0, Clock::now()));
   }
   const double trial_us = std::max(median(warm_trial_us), 1e-3);
@@ -124,7 +150,7 @@ Status time_systems(std::vector<TimedSystem>& systems, const RunConfig& config, 
   std::vector<double> ratios, null_ratios;
   for (int r = 0; r < config.rounds; ++r) {
     for (TimedSystem& s : systems) s.round_us.clear();
-    for (int i = 0; i < result.iters; ++i) EMBER_RETURN_IF_ERROR(trial(systems, rng, true));
+    for (int i = 0; i < result.iters; ++i) EMBER_RETURN_IF_ERROR(trial(systems, shape, rng, true));
     if (systems.size() == 3) {
       const double ours = median(systems[0].round_us), ort = median(systems[1].round_us);
       ratios.push_back(ours / ort);
@@ -218,7 +244,9 @@ CaseResult run_case(const std::string& name, const CaseModel& model, int threads
     systems.push_back({[&] { return (*ort)->run_prepared(ort_prepared); }, {}, {}});
     systems.push_back({[&] { return (*ort)->run_prepared(null_prepared); }, {}, {}});
   }
-  if (Status s = time_systems(systems, config, result); !s.is_ok()) set_status(result, CaseStatus::kError, s.message());
+  if (Status s = time_systems(systems, trial_shape(threads), config, result); !s.is_ok()) {
+    set_status(result, CaseStatus::kError, s.message());
+  }
   return result;
 }
 
