@@ -89,9 +89,11 @@ struct TimedSystem {
 // spinning worker (at 2 threads Ember's Tanh over 1 Mi floats took its
 // 1-thread time, 284 us against ORT's 137). So with workers a trial runs each
 // system as a block: untimed runs for `settle_us` (the previous system's
-// workers park, this one's wake), then `block` timed runs. 2 ms of settling
-// was not enough (ORT's workers were still spinning: Erf over 1 Mi floats
-// read 0.52-1.03 across rounds); 10 ms gives stable rounds.
+// workers park, this one's wake), then `block` timed runs. ORT's workers spin
+// for 2^20 pause iterations before blocking (EigenNonBlockingThreadPool.h), tens
+// of milliseconds here: with 2 and 10 ms of settling Ember's worker still
+// shared its core with ORT's spinning one in some rounds (Sigmoid over 1 Mi
+// floats read 0.79-1.59 across rounds); with 50 ms rounds agree.
 struct TrialShape {
   int block = 1;
   double settle_us = 0;
@@ -99,7 +101,7 @@ struct TrialShape {
 
 TrialShape trial_shape(int threads) {
   if (threads <= 1) return {};
-  return {16, 10000.0};
+  return {16, 50000.0};
 }
 
 // The systems in an order drawn per trial: with a fixed order each system
@@ -141,7 +143,8 @@ Status time_systems(std::vector<TimedSystem>& systems, const TrialShape& shape, 
   }
   const double trial_us = std::max(median(warm_trial_us), 1e-3);
   result.iters = config.iters > 0 ? config.iters
-                                  : static_cast<int>(std::clamp(config.round_ms * 1e3 / trial_us, 3.0, 1e6));
+                                  : static_cast<int>(std::clamp(config.round_ms * 1e3 / trial_us,
+                                                                shape.block > 1 ? 1.0 : 3.0, 1e6));
   result.rounds = config.rounds;
   for (TimedSystem& s : systems) {
     s.round_us.reserve(static_cast<size_t>(result.iters));
