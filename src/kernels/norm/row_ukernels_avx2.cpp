@@ -121,13 +121,14 @@ float f32_extreme_avx2_u16(const float* x, int64_t n) {
   return _mm_cvtss_f32(r);
 }
 
+// x - shift <= 0 (shift is the row's max) or NaN, so exp_nonpositive applies.
 float f32_exp_sum_avx2_rr2_p5_u16(const float* x, float* y, int64_t n, float shift) {
   const __m256 s = _mm256_set1_ps(shift);
   __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
-    const __m256 e0 = exp_f(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
-    const __m256 e1 = exp_f(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), s));
+    const __m256 e0 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
+    const __m256 e1 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), s));
     if (y) {
       _mm256_storeu_ps(y + i, e0);
       _mm256_storeu_ps(y + i + 8, e1);
@@ -137,7 +138,7 @@ float f32_exp_sum_avx2_rr2_p5_u16(const float* x, float* y, int64_t n, float shi
   }
   for (; i < n; i += kLanes) {
     const __m256i m = tail_mask(n - i);
-    const __m256 e = _mm256_and_ps(exp_f(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), s)),
+    const __m256 e = _mm256_and_ps(exp_nonpositive(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), s)),
                                    _mm256_castsi256_ps(m));
     if (y) _mm256_maskstore_ps(y + i, m, e);
     a0 = _mm256_add_ps(a0, e);

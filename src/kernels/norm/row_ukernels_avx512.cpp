@@ -131,27 +131,34 @@ float f32_extreme_avx512_u32(const float* x, int64_t n) {
   return kMax ? hmax(_mm512_max_ps(a0, a1)) : hmin(_mm512_min_ps(a0, a1));
 }
 
-float f32_exp_sum_avx512_rr2_p5_u32(const float* x, float* y, int64_t n, float shift) {
+// x - shift <= 0 (shift is the row's max) or NaN, so exp_nonpositive applies.
+float f32_exp_sum_avx512_rr2_p5_u64(const float* x, float* y, int64_t n, float shift) {
   const __m512 s = _mm512_set1_ps(shift);
-  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
   int64_t i = 0;
-  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
-    const __m512 e0 = exp_f(_mm512_sub_ps(_mm512_loadu_ps(x + i), s));
-    const __m512 e1 = exp_f(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), s));
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    const __m512 e0 = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(x + i), s));
+    const __m512 e1 = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), s));
+    const __m512 e2 = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(x + i + 32), s));
+    const __m512 e3 = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(x + i + 48), s));
     if (y) {
       _mm512_storeu_ps(y + i, e0);
       _mm512_storeu_ps(y + i + 16, e1);
+      _mm512_storeu_ps(y + i + 32, e2);
+      _mm512_storeu_ps(y + i + 48, e3);
     }
     a0 = _mm512_add_ps(a0, e0);
     a1 = _mm512_add_ps(a1, e1);
+    a2 = _mm512_add_ps(a2, e2);
+    a3 = _mm512_add_ps(a3, e3);
   }
   for (; i < n; i += kLanes) {
     const __mmask16 m = tail_mask(n - i);
-    const __m512 e = _mm512_maskz_mov_ps(m, exp_f(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s)));
+    const __m512 e = _mm512_maskz_mov_ps(m, exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s)));
     if (y) _mm512_mask_storeu_ps(y + i, m, e);
     a0 = _mm512_add_ps(a0, e);
   }
-  return hsum(_mm512_add_ps(a0, a1));
+  return hsum(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
 void f32_scale_avx512_u16(const float* x, float* y, int64_t n, float s) {
@@ -225,7 +232,7 @@ void fill_row_avx512(RowTable& t) {
   t.add3 = f32_add3_avx512_u16;
   t.max = f32_extreme_avx512_u32<true>;
   t.min = f32_extreme_avx512_u32<false>;
-  t.exp_sum = f32_exp_sum_avx512_rr2_p5_u32;
+  t.exp_sum = f32_exp_sum_avx512_rr2_p5_u64;
   t.scale = f32_scale_avx512_u16;
   t.sub2 = f32_sub2_avx512_u16;
   t.sum_f64 = f32_sum_f64_avx512_u16<kAccumulateSum>;
