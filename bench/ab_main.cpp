@@ -6,7 +6,7 @@
 //           [--format md|json|csv] [--out FILE]
 //
 // Each case is checked first (Ember's outputs against ORT's, compare.h
-// tolerances), then timed: every trial runs Ember, ORT and ORT again on its own inputs
+// tolerances), then timed: every trial runs Ember, ORT and a second ORT session
 // (the null control) once each, in a shuffled order. docs/benchmarks/README.md explains the columns.
 // Exit status: 0; 1 when a case errs or nothing matches --filter; 2 when some
 // outputs disagree (the table is still written).
