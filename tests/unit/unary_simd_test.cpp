@@ -184,6 +184,15 @@ TEST(UnaryOps, ContribGeluFamily) {
   check(test::run_op("BiasGelu", {&x2, &bias}, {}, 1, 1, "com.microsoft").value(), biased, "BiasGelu");
   const std::vector<double> fast_biased = {-0.0036373921, -0.1588080094, -0.1542859902, 0.0, 0.3457140098, 2.9963626079};
   check(test::run_op("FastGelu", {&x2, &bias}, {}, 1, 1, "com.microsoft").value(), fast_biased, "FastGelu+bias");
+  // ONNX Swish (opset 24): x sigmoid(alpha x); alpha 1 is SiLU. Python float64 values.
+  const std::vector<double> silu = {-0.1422776195, -0.2689414214, -0.1887703344, 0.0, 0.3112296656, 0.7310585786, 2.8577223805};
+  check(test::run_op("Swish", {&xt}, {}, 1, 24).value(), silu, "Swish");
+  const std::vector<double> swish2 = {-0.0074178695, -0.1192029220, -0.1344707107, 0.0, 0.3655292893, 0.8807970780, 2.9925821305};
+  check(test::run_op("Swish", {&xt}, {test::attr_float("alpha", 2.0f)}, 1, 24).value(), swish2, "Swish alpha 2");
+  const Tensor xd = test::make_tensor<double>({7}, {-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0});
+  const Tensor yd = test::run_op("Swish", {&xd}, {test::attr_float("alpha", 2.0f)}, 1, 24).value()[0];
+  for (size_t i = 0; i < swish2.size(); ++i) EXPECT_NEAR(yd.data_as<double>()[i], swish2[i], 1e-9) << "f64 Swish " << i;
+  EXPECT_FALSE(test::run_op("Swish", {&xt}, {}, 1, 23).is_ok()) << "Swish exists from opset 24";
   const Tensor bad_bias = test::make_tensor<float>({2}, {0.0f, 0.0f});
   EXPECT_FALSE(test::run_op("BiasGelu", {&x2, &bad_bias}, {}, 1, 1, "com.microsoft").is_ok());
   const Tensor empty = test::make_tensor<float>({0, 3}, {});

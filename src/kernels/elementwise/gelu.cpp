@@ -1,5 +1,5 @@
-// Gelu family: ONNX Gelu (opset 20) and the com.microsoft contrib ops Gelu,
-// FastGelu, QuickGelu and BiasGelu, as ONNX Runtime defines them.
+// Gelu family: ONNX Gelu (opset 20) and Swish (opset 24), and the com.microsoft
+// contrib ops Gelu, FastGelu, QuickGelu and BiasGelu, as ONNX Runtime defines them.
 #include <climits>
 #include <cmath>
 
@@ -17,6 +17,17 @@ struct GeluOp {
   template <typename C> C operator()(C x) const {
     if (tanh_form) return C(0.5) * x * (C(1) + std::tanh(C(0.7978845608028654) * (x + C(0.044715) * x * x * x)));
     return C(0.5) * x * (C(1) + std::erf(x * C(0.7071067811865476)));
+  }
+};
+
+// x sigmoid(alpha x), split at 0 so exp never overflows.
+struct SwishOp {
+  static constexpr TypeSet kTypes = TypeSet::kFloat;
+  float alpha;
+  explicit SwishOp(ir::AttrReader& a) : alpha(a.get_float("alpha", 1.0f)) {}
+  template <typename C> C operator()(C x) const {
+    const C u = C(alpha) * x;
+    return u >= C(0) ? x / (C(1) + std::exp(-u)) : x * std::exp(u) / (C(1) + std::exp(u));
   }
 };
 
@@ -132,6 +143,7 @@ Result<std::unique_ptr<OpKernel>> create_bias_gelu(const KernelInit& init) {
 void register_gelu_ops(OpRegistry& r) {
   using namespace elementwise;
   add_op(r, "Gelu", 20, create_unary_table<GeluOp>);
+  add_op(r, "Swish", 24, create_unary_table<SwishOp>);
   r.add(OpEntry{"com.microsoft", "Gelu", 1, INT_MAX, create_contrib_unary});
   r.add(OpEntry{"com.microsoft", "QuickGelu", 1, INT_MAX, create_contrib_unary});
   r.add(OpEntry{"com.microsoft", "FastGelu", 1, INT_MAX, create_fast_gelu});

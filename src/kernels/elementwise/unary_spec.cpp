@@ -58,6 +58,9 @@ Result<std::optional<UnarySpec>> default_domain_spec(const ir::Node& node, ir::A
       return invalid_argument("Gelu node '{}': approximate is '{}', expected 'none' or 'tanh'", node.name, approximate);
     }
     kind = approximate == "tanh" ? UnaryKind::kGeluTanh : UnaryKind::kGelu;
+  } else if (op == "Swish") {
+    kind = UnaryKind::kQuickGelu;  // the same x sigmoid(alpha x)
+    p.alpha = a.get_float("alpha", 1.0f);
   } else if (op == "Clip" && node.opset < 11) {
     kind = UnaryKind::kClip;
     p.alpha = a.get_float("min", -3.402823466e+38f);
