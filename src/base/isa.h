@@ -9,6 +9,9 @@
 
 namespace ember {
 
+// AVX-512 VNNI and BF16 are features within kAvx512 rather than levels: a
+// family's avx512 fill takes kernels from *_avx512vnni.cpp / *_avx512bf16.cpp
+// when cpu_features() reports them (docs/architecture.md, "ISA dispatch").
 enum class Isa : int {
   kScalar = 0,
   kAvx2 = 1,    // AVX2 + FMA + F16C
