@@ -161,9 +161,20 @@ float f32_exp_sum_avx512_rr2_p5_u64(const float* x, float* y, int64_t n, float s
   return hsum(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
-void f32_scale_avx512_u16(const float* x, float* y, int64_t n, float s) {
+void f32_scale_avx512_u64(const float* x, float* y, int64_t n, float s) {
   const __m512 v = _mm512_set1_ps(s);
-  for (int64_t i = 0; i < n; i += kLanes) {
+  int64_t i = 0;
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    const __m512 a = _mm512_mul_ps(_mm512_loadu_ps(x + i), v);
+    const __m512 b = _mm512_mul_ps(_mm512_loadu_ps(x + i + 16), v);
+    const __m512 c = _mm512_mul_ps(_mm512_loadu_ps(x + i + 32), v);
+    const __m512 d = _mm512_mul_ps(_mm512_loadu_ps(x + i + 48), v);
+    _mm512_storeu_ps(y + i, a);
+    _mm512_storeu_ps(y + i + 16, b);
+    _mm512_storeu_ps(y + i + 32, c);
+    _mm512_storeu_ps(y + i + 48, d);
+  }
+  for (; i < n; i += kLanes) {
     const __mmask16 m = tail_mask(n - i);
     _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), v));
   }
@@ -233,7 +244,7 @@ void fill_row_avx512(RowTable& t) {
   t.max = f32_extreme_avx512_u32<true>;
   t.min = f32_extreme_avx512_u32<false>;
   t.exp_sum = f32_exp_sum_avx512_rr2_p5_u64;
-  t.scale = f32_scale_avx512_u16;
+  t.scale = f32_scale_avx512_u64;
   t.sub2 = f32_sub2_avx512_u16;
   t.sum_f64 = f32_sum_f64_avx512_u16<kAccumulateSum>;
   t.sum_sq_f64 = f32_sum_f64_avx512_u16<kAccumulateSquare>;
