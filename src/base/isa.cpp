@@ -31,8 +31,17 @@ Isa detected_isa() {
   return Isa::kScalar;
 }
 
+bool reference_mode() {
+  static const bool on = [] {
+    const char* env = std::getenv("EMBER_REFERENCE");
+    return env != nullptr && std::string_view(env) == "1";
+  }();
+  return on;
+}
+
 Isa active_isa() {
   static const Isa isa = [] {
+    if (reference_mode()) return Isa::kScalar;
     const Isa best = detected_isa();
     const char* env = std::getenv("EMBER_ISA");
     if (env == nullptr || *env == '\0') return best;

@@ -30,4 +30,8 @@ Isa active_isa();
 // kScalar .. active_isa(): the levels tests cover.
 std::vector<Isa> available_isas();
 
+// EMBER_REFERENCE=1 (read once): run models on the reference paths only, the
+// scalar microkernels and no fusion, to tell a kernel bug from a model bug.
+bool reference_mode();
+
 }  // namespace ember
