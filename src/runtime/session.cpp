@@ -1,5 +1,6 @@
 #include "runtime/session.h"
 
+#include <map>
 #include <new>
 
 #include "ir/shape_inference.h"
@@ -40,6 +41,15 @@ class SessionImpl final : public Session {
       : graph_(std::move(graph)), executor_(std::move(executor)), num_threads_(num_threads) {
     for (ir::ValueId id : graph_->inputs) inputs_.push_back(io_info(graph_->value(id)));
     for (ir::ValueId id : graph_->outputs) outputs_.push_back(io_info(graph_->value(id)));
+    std::map<std::string, std::pair<size_t, size_t>, std::less<>> first;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      for (size_t d = 0; d < inputs_[i].shape.size(); ++d) {
+        const ir::Dim& dim = inputs_[i].shape[d];
+        if (dim.known() || dim.symbol.empty()) continue;
+        auto [it, added] = first.emplace(dim.symbol, std::make_pair(i, d));
+        if (!added) same_symbol_.push_back({i, d, it->second.first, it->second.second});
+      }
+    }
   }
 
   const std::vector<IoInfo>& inputs() const override { return inputs_; }
@@ -70,6 +80,7 @@ class SessionImpl final : public Session {
       return invalid_argument("the model has {} inputs, {} were given", inputs_.size(), inputs.size());
     }
     for (size_t i = 0; i < inputs.size(); ++i) EMBER_RETURN_IF_ERROR(check_input(inputs_[i], inputs[i]));
+    EMBER_RETURN_IF_ERROR(check_symbols(inputs));
     threading::ScopedThreadLimit threads(num_threads_);
     return guard_allocation([&] { return executor_->run(inputs, outputs); });
   }
@@ -106,8 +117,30 @@ class SessionImpl final : public Session {
     return Status::ok();
   }
 
+  // One symbolic dimension name is one size in a run (shape inference, planning
+  // and fusion rely on it): every later use of a symbol is checked against its first.
+  Status check_symbols(std::span<const Tensor* const> inputs) const {
+    for (const SameSymbol& s : same_symbol_) {
+      const Tensor* a = inputs[s.input];
+      const Tensor* b = inputs[s.first_input];
+      if (!a || !b) continue;
+      const int64_t va = a->dim(static_cast<int64_t>(s.dim)), vb = b->dim(static_cast<int64_t>(s.first_dim));
+      if (va != vb) {
+        return invalid_argument("input '{}' dimension {} is {}, but '{}' is {} in input '{}' dimension {}",
+                                inputs_[s.input].name, s.dim, va, inputs_[s.input].shape[s.dim].symbol, vb,
+                                inputs_[s.first_input].name, s.first_dim);
+      }
+    }
+    return Status::ok();
+  }
+
+  struct SameSymbol {
+    size_t input, dim, first_input, first_dim;
+  };
+
   std::shared_ptr<ir::Graph> graph_;
   std::unique_ptr<Executor> executor_;
+  std::vector<SameSymbol> same_symbol_;
   std::vector<IoInfo> inputs_;
   std::vector<IoInfo> outputs_;
   int num_threads_;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include "graph_builder.h"
@@ -214,6 +215,47 @@ TEST(Fusion, NonFloatChainsAreLeftAlone) {
   auto s = make_session(build(), true);
   ASSERT_TRUE(s);
   EXPECT_EQ(op_types(*s), (std::vector<std::string>{"Abs", "Neg"}));
+}
+
+// An f16 op rounds (and overflows) in f16 before a Cast widens it: the fused body
+// must too. 60000 + 60000 is inf in f16; 1 + 2^-11 rounds to 1.
+TEST(Fusion, F16ResultsRoundAndOverflowAsUnfused) {
+  auto build = [] {
+    GraphBuilder b;
+    b.input("x", DType::kF16, {4}).input("z", DType::kF16, {4});
+    b.node("Add", {"x", "z"}, {"s"}).node("Cast", {"s"}, {"sf"}, {attr_int("to", 1)}).node("Neg", {"sf"}, {"y"});
+    return b.output("y").build();
+  };
+  Tensor x = Tensor::allocate(DType::kF16, {4}), z = Tensor::allocate(DType::kF16, {4});
+  const float xs[] = {60000.0f, 1.0f, -3.0f, 0.5f}, zs[] = {60000.0f, 0.00048828125f, 1.25f, 0.25f};
+  for (int i = 0; i < 4; ++i) {
+    x.data_as<Float16>()[i] = Float16(xs[i]);
+    z.data_as<Float16>()[i] = Float16(zs[i]);
+  }
+  expect_fused_matches_unfused(build, {x, z}, 0.0, kOneFused);
+  auto s = make_session(build(), true);
+  std::vector<Tensor> out;
+  std::vector<const Tensor*> in = {&x, &z};
+  ASSERT_TRUE(s->run(in, out).is_ok());
+  EXPECT_EQ(values_of<float>(out[0]), (std::vector<float>{-std::numeric_limits<float>::infinity(), -1.0f, 1.75f, -0.75f}));
+}
+
+// Opset 6 Add broadcasts B along `axis`, not numpy-style: not fused, and right.
+TEST(Fusion, LegacyAxisBroadcastIsNotFused) {
+  auto build = [] {
+    GraphBuilder b(6);
+    b.input("x", DType::kF32, {1, 2, 1, 2}).input("w", DType::kF32, {2});
+    b.node("Add", {"x", "w"}, {"a"}, {attr_int("broadcast", 1), attr_int("axis", 1)}).node("Relu", {"a"}, {"y"});
+    return b.output("y").build();
+  };
+  auto s = make_session(build(), true);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(op_types(*s), (std::vector<std::string>{"Add", "Relu"}));
+  Tensor x = make_tensor<float>({1, 2, 1, 2}, {0, 0, 0, 0}), w = make_tensor<float>({2}, {1, 10});
+  std::vector<Tensor> out;
+  std::vector<const Tensor*> in = {&x, &w};
+  ASSERT_TRUE(s->run(in, out).is_ok());
+  EXPECT_EQ(values_of<float>(out[0]), (std::vector<float>{1, 1, 10, 10}));
 }
 
 TEST(Fusion, CastOnlyGroupReturnsItsInput) {

@@ -74,6 +74,27 @@ TEST(Runtime, UnaryChainComputesAndReusesOneBuffer) {
   EXPECT_EQ(session->stats().arena_bytes, align_up(n * sizeof(float)));
 }
 
+TEST(Runtime, OneSymbolIsOneSizeAcrossInputs) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {4, -1}).input("w", DType::kF32, {-1});
+  b.node("Mul", {"x", "w"}, {"m"}).node("Sigmoid", {"m"}, {"y"});
+  auto graph = b.output("y").build();
+  // Name both symbolic dims "C".
+  graph->value(graph->find_value("x")).shape[1].symbol = "C";
+  graph->value(graph->find_value("w")).shape[0].symbol = "C";
+  auto session = make_session(graph);
+  ASSERT_TRUE(session);
+  Tensor x = make_tensor<float>({4, 1}, {1, 2, 3, 4});
+  Tensor w = make_tensor<float>({5}, {1, 1, 1, 1, 1});
+  std::vector<runtime::NamedInput> in = {{"x", &x}, {"w", &w}};
+  auto out = session->run(in);
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_NE(out.status().message().find("'C'"), std::string::npos) << out.status().to_string();
+  Tensor x5 = make_tensor<float>({4, 5}, std::vector<float>(20, 0.0f));
+  std::vector<runtime::NamedInput> ok_in = {{"x", &x5}, {"w", &w}};
+  EXPECT_TRUE(session->run(ok_in).is_ok());
+}
+
 TEST(Runtime, RepeatedRunWithSameShapesDoesNotAllocate) {
   auto session = make_session(unary_chain(10, 4096));
   ASSERT_TRUE(session);
@@ -281,7 +302,10 @@ TEST_F(BadInput, UnknownInputIsNamed) {
 TEST(Runtime, ShapeMismatchBetweenNodesNamesTheNode) {
   GraphBuilder b;
   b.input("a", DType::kF32, {-1}).input("b", DType::kF32, {-1});
-  auto session = make_session(b.node("Add", {"a", "b"}, {"c"}).output("c").build());
+  auto graph = b.node("Add", {"a", "b"}, {"c"}).output("c").build();
+  // Independent sizes (the builder names both "d0", which would be one size).
+  graph->value(graph->find_value("b")).shape[0].symbol = "other";
+  auto session = make_session(graph);
   ASSERT_TRUE(session);
   Tensor a = make_tensor<float>({2}, {1, 2});
   Tensor c = make_tensor<float>({3}, {1, 2, 3});

@@ -275,7 +275,7 @@ Result<std::vector<VirtualStep>> build_virtual_steps(const ir::Graph& body, std:
       if (!is_float_family(to)) return invalid_argument("body node {} casts to {}", node.label(), dtype_name(to));
       out_dtype = to;
       if (to == DType::kF32) {
-        out_reg = src;  // widening (or f32 to f32) is exact: an alias
+        out_reg = src;  // the source already holds 16-bit-rounded values: an exact alias
         continue;
       }
       v.step.op = Step::Op::kRound;
@@ -296,6 +296,16 @@ Result<std::vector<VirtualStep>> build_virtual_steps(const ir::Graph& body, std:
     }
     out_reg = static_cast<int>(steps.size());
     steps.push_back(v);
+    if (v.step.op != Step::Op::kRound && (out_dtype == DType::kF16 || out_dtype == DType::kBF16)) {
+      // The unfused op rounds its result to its 16-bit dtype (and overflows
+      // there); so does the body, so that later steps see the same values.
+      VirtualStep round;
+      round.step.op = Step::Op::kRound;
+      round.step.round_to = out_dtype;
+      round.a = out_reg;
+      out_reg = static_cast<int>(steps.size());
+      steps.push_back(round);
+    }
   }
   return steps;
 }
@@ -410,7 +420,8 @@ Result<std::unique_ptr<OpKernel>> create_fused_elementwise(const KernelInit& ini
 bool is_fusible_elementwise(const ir::Node& node) {
   if (node.outputs.size() != 1) return false;
   if (node.op_type == "Cast" && node.domain.empty()) return node.inputs.size() == 1;
-  if (binary_kind(node)) return node.inputs.size() == 2;
+  // Before opset 7, binary ops broadcast along an `axis` attribute, not numpy-style.
+  if (binary_kind(node)) return node.inputs.size() == 2 && node.opset >= 7;
   if (node.inputs.size() != 1) return false;
   auto spec = unary_spec(node);
   return spec.is_ok() && spec->has_value();

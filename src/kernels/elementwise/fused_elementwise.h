@@ -8,8 +8,8 @@
 // are the body's inputs, its one output the body's output. Each input is, per
 // run, full (the output's shape), a scalar, or a row (a right-aligned suffix of
 // the output's shape); everything is computed in f32 registers, f16/bf16 inputs
-// and output converted at the edges, with Cast to f16/bf16 inside the body kept
-// as a rounding step.
+// and output converted at the edges, and every f16/bf16 result inside the body
+// (an op on 16-bit data, a Cast to f16/bf16) rounded as the unfused op rounds it.
 #include <string_view>
 
 #include "ir/graph.h"
