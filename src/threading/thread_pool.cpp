@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -33,7 +34,10 @@ constexpr Micros kInitialSpin{50};
 constexpr Micros kMaxSpin{1000};
 constexpr int kMaxWorkers = 255;  // the worker count shares the job word with the generation
 constexpr uint32_t kWorkerBits = 8;
+// gate_: kClosed | helpers of the open job << kHelperShift | workers inside.
 constexpr uint32_t kClosed = 1u << 31;
+constexpr uint32_t kHelperShift = 23;
+constexpr uint32_t kCountMask = (1u << kHelperShift) - 1;
 
 thread_local int t_limit = 0;        // 0: no ScopedThreadLimit active
 thread_local bool t_in_job = false;  // inside a parallel_for body
@@ -66,13 +70,17 @@ class Pool {
       fn(0, n);  // another caller holds the pool: do the work here instead of waiting
       return;
     }
-    const int helpers = std::min(threads - 1, kMaxWorkers);
-    ensure_workers(helpers);
+    const int helpers = ensure_workers(std::min(threads - 1, kMaxWorkers));
     fn_ = &fn;
     n_ = n;
     chunk_ = chunk;
     next_.store(0, std::memory_order_relaxed);
-    gate_.fetch_and(~kClosed, std::memory_order_release);
+    // Open the gate for this job's helpers, keeping the count of late workers
+    // still passing through it from an earlier job.
+    uint32_t gate = gate_.load(std::memory_order_relaxed);
+    while (!gate_.compare_exchange_weak(gate, (gate & kCountMask) | (static_cast<uint32_t>(helpers) << kHelperShift),
+                                        std::memory_order_release, std::memory_order_relaxed)) {
+    }
     generation_ += 1;
     // Sequentially consistent with the load of sleeping_ below (and a worker's
     // increment of sleeping_ before its last look at the word): either the
@@ -80,30 +88,43 @@ class Pool {
     // the new job. A release store could pass the load and lose the wake-up.
     job_word_.store((generation_ << kWorkerBits) | static_cast<uint32_t>(helpers), std::memory_order_seq_cst);
     if (sleeping_.load(std::memory_order_seq_cst) > 0) futex_wake_all(&job_word_);
+    // Workers that have not joined by the end are not waited for: a parked
+    // worker that wakes late finds the gate closed. The end runs even if fn
+    // throws here, so no worker is left running fn from an unwound frame.
+    struct JobEnd {
+      Pool& pool;
+      ~JobEnd() {
+        pool.gate_.fetch_or(kClosed, std::memory_order_acq_rel);
+        while ((pool.gate_.load(std::memory_order_acquire) & kCountMask) != 0) cpu_relax();
+      }
+    } end{*this};
     work();
-    // Workers that have not joined by now are not waited for: a parked worker
-    // that wakes late finds the gate closed.
-    gate_.fetch_or(kClosed, std::memory_order_acq_rel);
-    while ((gate_.load(std::memory_order_acquire) & ~kClosed) != 0) cpu_relax();
   }
 
  private:
   Pool() = default;
 
-  void ensure_workers(int count) {
+  // Grows the pool to `count` workers if it can; returns how many there are
+  // (a system out of threads leaves the job to the workers that exist).
+  int ensure_workers(int count) {
     std::lock_guard<std::mutex> placing(placement_mutex_);
     while (static_cast<int>(workers_.size()) < count) {
       const int index = static_cast<int>(workers_.size());
       // The word before the job that needs this worker is published: a thread
       // that starts late still sees that job as new.
       const uint32_t seen = job_word_.load(std::memory_order_relaxed);
-      workers_.emplace_back([this, index, seen] {
-        release_start_cpu();
-        worker_loop(index, seen);
-      });
+      try {
+        workers_.emplace_back([this, index, seen] {
+          release_start_cpu();
+          worker_loop(index, seen);
+        });
+      } catch (const std::system_error&) {
+        break;
+      }
       place_away_from_caller(workers_.back(), index);
       workers_.back().detach();
     }
+    return std::min(count, static_cast<int>(workers_.size()));
   }
 
   // A new thread starts on its creator's CPU, and Linux took up to tens of
@@ -113,7 +134,10 @@ class Pool {
   // worker starts pinned to a CPU other than the caller's (cpu_order(): one per
   // physical core first) and drops the pin once it runs there.
   void place_away_from_caller(std::thread& t, int index) {
-    if (sched_getaffinity(0, sizeof(process_cpus_), &process_cpus_) != 0) return;
+    // The CPUs the process may use (not the caller's own mask, which may be a
+    // single pinned CPU): where the worker runs once it drops its start pin.
+    CPU_ZERO(&process_cpus_);
+    for (const LogicalCpu& cpu : cpu_topology().cpus) CPU_SET(cpu.id, &process_cpus_);
     const int caller_cpu = sched_getcpu();
     std::vector<int> others;
     for (int cpu : cpu_topology().cpu_order()) {
@@ -133,33 +157,45 @@ class Pool {
   }
 
   void work() {
-    const bool outer = t_in_job;
-    t_in_job = true;
+    struct InJob {
+      bool outer = t_in_job;
+      InJob() { t_in_job = true; }
+      ~InJob() { t_in_job = outer; }
+    } in_job;
     const FunctionRef<void(int64_t, int64_t)>& fn = *fn_;
     for (;;) {
       const int64_t begin = next_.fetch_add(chunk_, std::memory_order_relaxed);
       if (begin >= n_) break;
       fn(begin, std::min(n_, begin + chunk_));
     }
-    t_in_job = outer;
+  }
+
+  static bool is_helper(int index, uint32_t word) {
+    return index < static_cast<int>(word & ((1u << kWorkerBits) - 1));
   }
 
   void worker_loop(int index, uint32_t seen) {
     Micros spin = kInitialSpin;
+    bool asked = true;
     for (;;) {
-      seen = wait_for_change(seen, spin);
-      if (index >= static_cast<int>(seen & ((1u << kWorkerBits) - 1))) continue;  // not asked to help
+      // A worker the last job did not ask for parks at once instead of spinning.
+      seen = wait_for_change(seen, asked ? &spin : nullptr);
+      asked = is_helper(index, seen);
+      if (!asked) continue;
       // Joining may land in a later job than the one that woke us; the job
-      // fields read after joining are always those of the open job.
-      if ((gate_.fetch_add(1, std::memory_order_acquire) & kClosed) == 0) work();
+      // fields read after joining are always those of the open job, and the
+      // gate says whether this worker is one of that job's helpers.
+      const uint32_t gate = gate_.fetch_add(1, std::memory_order_acquire);
+      if ((gate & kClosed) == 0 && index < static_cast<int>((gate >> kHelperShift) & 0xff)) work();
       gate_.fetch_sub(1, std::memory_order_release);
     }
   }
 
-  uint32_t wait_for_change(uint32_t seen, Micros& spin) {
+  // Spins for *spin (adapting it), or parks at once when spin is null.
+  uint32_t wait_for_change(uint32_t seen, Micros* spin) {
     const auto start = std::chrono::steady_clock::now();
-    const auto deadline = start + spin;
-    for (int i = 0;; ++i) {
+    const auto deadline = start + (spin ? *spin : Micros{0});
+    for (int i = 0; spin != nullptr; ++i) {
       const uint32_t word = job_word_.load(std::memory_order_acquire);
       if (word != seen) return word;
       if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) break;
@@ -174,8 +210,10 @@ class Pool {
       }
       sleeping_.fetch_sub(1, std::memory_order_relaxed);
       if (word != seen) {
-        const auto waited = std::chrono::steady_clock::now() - start;
-        spin = waited < 4 * spin ? std::min(kMaxSpin, 2 * spin) : std::max(kMinSpin, spin / 2);
+        if (spin) {
+          const auto waited = std::chrono::steady_clock::now() - start;
+          *spin = waited < 4 * *spin ? std::min(kMaxSpin, 2 * *spin) : std::max(kMinSpin, *spin / 2);
+        }
         return word;
       }
     }
@@ -193,7 +231,6 @@ class Pool {
   uint32_t generation_ = 0;
   alignas(64) std::atomic<uint32_t> job_word_{0};  // generation << 8 | helpers wanted
   alignas(64) std::atomic<int64_t> next_{0};
-  // kClosed | number of workers inside the current job.
   alignas(64) std::atomic<uint32_t> gate_{kClosed};
   alignas(64) std::atomic<int> sleeping_{0};
 };

@@ -35,7 +35,9 @@ class ScopedThreadLimit {
 // blocks whole. Runs fn(0, n) on the calling thread when n <= grain, when one
 // thread is allowed, or when the pool is busy with another caller's job. A
 // kernel picks `grain` so that one range is worth waking a thread for (measured
-// per kernel family; see docs/architecture.md). Never allocates.
+// per kernel family; see docs/architecture.md). Never allocates. fn must not
+// throw (kernel bodies never do); if it throws on the calling thread, the job
+// still ends cleanly before the exception leaves parallel_for.
 void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn);
 
 }  // namespace ember::threading

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -122,6 +125,47 @@ TEST(ThreadPool, ManyBackToBackJobs) {
     total += 64;
   }
   EXPECT_EQ(sum.load(), total);
+}
+
+TEST(ThreadPool, LimitHoldsWhenABiggerJobRanBefore) {
+  // A worker woken for an 8-thread job that joins the next, 2-thread job late
+  // must not take part in it.
+  int worst = 0;
+  for (int rep = 0; rep < 2000; ++rep) {
+    {
+      ScopedThreadLimit wide(8);
+      parallel_for(64, 1, [](int64_t, int64_t) {});
+    }
+    ScopedThreadLimit narrow(2);
+    std::mutex m;
+    std::vector<std::thread::id> ids;
+    parallel_for(64, 1, [&](int64_t, int64_t) {
+      std::lock_guard<std::mutex> lock(m);
+      if (std::find(ids.begin(), ids.end(), std::this_thread::get_id()) == ids.end()) {
+        ids.push_back(std::this_thread::get_id());
+      }
+    });
+    worst = std::max(worst, static_cast<int>(ids.size()));
+  }
+  EXPECT_LE(worst, 2);
+}
+
+TEST(ThreadPool, ExceptionOnTheCallerEndsTheJobCleanly) {
+  ScopedThreadLimit limit(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int64_t> done{0};
+  // Workers are slow, so the caller surely claims a range of its own and throws
+  // while a worker may still be inside the job.
+  EXPECT_THROW(parallel_for(1 << 12, 1, [&](int64_t begin, int64_t end) {
+                 if (std::this_thread::get_id() == caller) throw std::runtime_error("kernel failed");
+                 std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                 done += end - begin;
+               }),
+               std::runtime_error);
+  EXPECT_EQ(max_threads(), 2) << "the caller is no longer inside a job";
+  std::atomic<int64_t> sum{0};
+  parallel_for(1000, 10, [&](int64_t begin, int64_t end) { sum += end - begin; });
+  EXPECT_EQ(sum.load(), 1000);
 }
 
 TEST(ThreadPool, DefaultIsPhysicalCores) {
