@@ -14,6 +14,7 @@ const OpRegistry& OpRegistry::instance() {
     register_matmul_ops(r);
     register_norm_ops(r);
     register_control_ops(r);
+    register_quant_ops(r);
     return r;
   }();
   return registry;

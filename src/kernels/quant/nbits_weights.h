@@ -1,0 +1,41 @@
+#pragma once
+// The quantized B operand of com.microsoft MatMulNBits, read in the file's own
+// layout, and the reference inner loop over it. A later prepacked fast path
+// replaces nbits_dot_f32_ref (and the layout it reads), not the op around it.
+#include <cstdint>
+
+#include "base/dtype.h"
+
+namespace ember::kernels::quant {
+
+// B[n] holds K codes in k_blocks blocks of block_size codes (the last block
+// padded), packed low bits first: blob_size = block_size * bits / 8 bytes a block.
+// Code q of block b of row n dequantizes to (q - zero_point[n, b]) * scale[n, b].
+struct NBitsWeights {
+  int bits = 4;
+  int64_t n = 0, k = 0;
+  int64_t block_size = 0, k_blocks = 0, blob_size = 0;
+  const uint8_t* packed = nullptr;  // [n, k_blocks, blob_size]
+  DType scale_dtype = DType::kF32;  // f32 or f16
+  const void* scales = nullptr;     // [n * k_blocks]
+  // kUndefined: absent (zero point 2^(bits-1)); kU8: codes packed like B, each
+  // row of B starting on a new byte (zp_row_bytes a row); else f32/f16 values
+  // [n * k_blocks].
+  DType zp_dtype = DType::kUndefined;
+  const void* zero_points = nullptr;
+  int64_t zp_row_bytes = 0;
+};
+
+// Bytes per row of packed uint8 zero points: ceil(k_blocks * bits / 8).
+int64_t nbits_zp_row_bytes(int64_t k_blocks, int bits);
+
+// Writes the dequantized weights w[n, k_begin .. k_end) to out.
+void nbits_dequantize_row(const NBitsWeights& w, int64_t n, int64_t k_begin, int64_t k_end, float* out);
+
+// acc[j] += sum over k in [k_begin, k_end) of a[k - k_begin] * w[n_begin + j, k],
+// for j in [0, n_end - n_begin), in f32; k_end - k_begin <= kNBitsKChunk.
+inline constexpr int64_t kNBitsKChunk = 256;
+void nbits_dot_f32_ref(const NBitsWeights& w, const float* a, int64_t k_begin, int64_t k_end, int64_t n_begin,
+                       int64_t n_end, float* acc);
+
+}  // namespace ember::kernels::quant

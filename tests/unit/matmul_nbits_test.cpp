@@ -1,0 +1,325 @@
+// com.microsoft MatMulNBits against a plain double-precision loop over the
+// unpacked codes (written here, independent of the kernel's packed reader), and
+// hand-computed literals.
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "unit/op_test_util.h"
+
+namespace ember {
+namespace {
+
+using test::attr_int;
+using test::make_tensor;
+using test::run_op;
+
+enum class Zp { kAbsent, kPacked, kFloat };
+
+struct Case {
+  Shape a_lead = {3};  // A is a_lead + [K]
+  int64_t k = 64, n = 5, block = 32;
+  int bits = 4;
+  Zp zp = Zp::kAbsent;
+  bool scales_2d = false;
+  bool zp_2d = false;
+  bool bias = false;
+  DType dtype = DType::kF32;
+  int accuracy_level = 0;
+};
+
+// The codes, scales and zero points of one case as plain numbers, and the
+// tensors that carry them in MatMulNBits' layout.
+struct Quantized {
+  std::vector<int> codes;     // [n, k_blocks * block]; padding codes are random too
+  std::vector<double> scales; // [n, k_blocks], values as stored (f16-rounded for f16)
+  std::vector<double> zps;    // [n, k_blocks]
+  std::vector<double> a, bias;
+  Tensor a_t, b_t, scales_t, zp_t, bias_t;
+};
+
+// Rounds through the tensor dtype so the reference sees exactly the stored value.
+double store(Tensor& t, int64_t i, double v) {
+  if (t.dtype() == DType::kF16) {
+    t.data_as<Float16>()[i] = Float16(static_cast<float>(v));
+    return static_cast<float>(t.data_as<Float16>()[i]);
+  }
+  t.data_as<float>()[i] = static_cast<float>(v);
+  return t.data_as<float>()[i];
+}
+
+Quantized quantize(const Case& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int64_t kb = (c.k + c.block - 1) / c.block;
+  const int levels = 1 << c.bits;
+  std::uniform_int_distribution<int> code(0, levels - 1);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  Quantized q;
+  q.codes.resize(c.n * kb * c.block);
+  for (int& v : q.codes) v = code(rng);
+  q.b_t = Tensor::allocate(DType::kU8, {c.n, kb, c.block * c.bits / 8});
+  uint8_t* b = q.b_t.data_as<uint8_t>();
+  for (size_t i = 0; i < q.codes.size(); ++i) {
+    if (c.bits == 8) {
+      b[i] = static_cast<uint8_t>(q.codes[i]);
+    } else {
+      b[i / 2] = static_cast<uint8_t>(i % 2 == 0 ? q.codes[i] : b[i / 2] | (q.codes[i] << 4));
+    }
+  }
+  q.scales_t = Tensor::allocate(c.dtype, c.scales_2d ? Shape{c.n, kb} : Shape{c.n * kb});
+  for (int64_t i = 0; i < c.n * kb; ++i) q.scales.push_back(store(q.scales_t, i, 0.01 + 0.05 * std::fabs(unit(rng))));
+  q.zps.assign(c.n * kb, levels / 2);
+  if (c.zp == Zp::kPacked) {
+    const int64_t row_bytes = (kb * c.bits + 7) / 8;
+    q.zp_t = Tensor::allocate(DType::kU8, c.zp_2d ? Shape{c.n, row_bytes} : Shape{c.n * row_bytes});
+    uint8_t* z = q.zp_t.data_as<uint8_t>();
+    for (int64_t r = 0; r < c.n; ++r) {
+      for (int64_t j = 0; j < kb; ++j) {
+        const int v = code(rng);
+        q.zps[r * kb + j] = v;
+        if (c.bits == 8) z[r * row_bytes + j] = static_cast<uint8_t>(v);
+        else if (j % 2 == 0) z[r * row_bytes + j / 2] = static_cast<uint8_t>(v);
+        else z[r * row_bytes + j / 2] |= static_cast<uint8_t>(v << 4);
+      }
+    }
+  } else if (c.zp == Zp::kFloat) {
+    q.zp_t = Tensor::allocate(c.dtype, c.zp_2d ? Shape{c.n, kb} : Shape{c.n * kb});
+    for (int64_t i = 0; i < c.n * kb; ++i) q.zps[i] = store(q.zp_t, i, levels * (0.5 + 0.3 * unit(rng)));
+  }
+  Shape a_shape = c.a_lead;
+  a_shape.push_back(c.k);
+  q.a_t = Tensor::allocate(c.dtype, a_shape);
+  for (int64_t i = 0; i < q.a_t.numel(); ++i) q.a.push_back(store(q.a_t, i, unit(rng)));
+  if (c.bias) {
+    q.bias_t = Tensor::allocate(c.dtype, {c.n});
+    for (int64_t i = 0; i < c.n; ++i) q.bias.push_back(store(q.bias_t, i, unit(rng)));
+  }
+  return q;
+}
+
+std::vector<ir::Attribute> attrs_of(const Case& c) {
+  return {attr_int("K", c.k), attr_int("N", c.n), attr_int("bits", c.bits), attr_int("block_size", c.block),
+          attr_int("accuracy_level", c.accuracy_level)};
+}
+
+Result<std::vector<Tensor>> run_nbits(const std::vector<const Tensor*>& inputs, const std::vector<ir::Attribute>& attrs) {
+  return run_op("MatMulNBits", inputs, attrs, 1, 1, "com.microsoft");
+}
+
+void check_case(const Case& c, uint32_t seed = 1) {
+  SCOPED_TRACE(testing::Message() << "K=" << c.k << " N=" << c.n << " block=" << c.block << " bits=" << c.bits
+                                  << " zp=" << static_cast<int>(c.zp) << " dtype=" << dtype_name(c.dtype));
+  Quantized q = quantize(c, seed);
+  std::vector<const Tensor*> inputs = {&q.a_t, &q.b_t, &q.scales_t, c.zp == Zp::kAbsent ? nullptr : &q.zp_t};
+  if (c.bias) {
+    inputs.push_back(nullptr);
+    inputs.push_back(&q.bias_t);
+  }
+  auto r = run_nbits(inputs, attrs_of(c));
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const Tensor& y = r.value()[0];
+  Shape want_shape = c.a_lead;
+  want_shape.push_back(c.n);
+  ASSERT_EQ(y.shape(), want_shape);
+  ASSERT_EQ(y.dtype(), c.dtype);
+  const int64_t kb = (c.k + c.block - 1) / c.block;
+  const int64_t m = shape_numel(c.a_lead);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < c.n; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int64_t k = 0; k < c.k; ++k) {
+        const int64_t blk = j * kb + k / c.block;
+        const double w = (q.codes[j * kb * c.block + k] - q.zps[blk]) * q.scales[blk];
+        sum += q.a[i * c.k + k] * w;
+        magnitude += std::fabs(q.a[i * c.k + k] * w);
+      }
+      if (c.bias) sum += q.bias[j];
+      // f32 accumulation over K terms: a few ulps of the sum of magnitudes; f16
+      // output adds one rounding (2^-11 relative).
+      const bool f16 = c.dtype == DType::kF16;
+      const double tol = 2e-6 * magnitude + (f16 ? std::fabs(sum) / 2048 + 1e-6 : 1e-7);
+      const double got = f16 ? static_cast<float>(y.data_as<Float16>()[i * c.n + j]) : y.data_as<float>()[i * c.n + j];
+      ASSERT_NEAR(got, sum, tol) << "row " << i << " column " << j;
+    }
+  }
+}
+
+TEST(MatMulNBits, HandComputedLiteral) {
+  // Codes 0..15, default zero point 8, scale 0.5: w = (k - 8) / 2 sums to -4 over
+  // A = ones; the bias 1.5 makes -2.5. Codes 7, 15 pack into 0xF7.
+  Tensor a = make_tensor<float>({1, 16}, std::vector<float>(16, 1.0f));
+  std::vector<uint8_t> packed;
+  for (int k = 0; k < 16; k += 2) packed.push_back(static_cast<uint8_t>(k | ((k + 1) << 4)));
+  Tensor b = make_tensor<uint8_t>({1, 1, 8}, packed);
+  Tensor scales = make_tensor<float>({1}, {0.5f});
+  Tensor bias = make_tensor<float>({1}, {1.5f});
+  auto r = run_nbits({&a, &b, &scales, nullptr, nullptr, &bias},
+                     {attr_int("K", 16), attr_int("N", 1), attr_int("bits", 4), attr_int("block_size", 16)});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(test::values_of<float>(r.value()[0]), std::vector<float>{-2.5f});
+}
+
+TEST(MatMulNBits, EightBitLiteralWithPackedZeroPoint) {
+  // K=20, block 16: the second block holds 4 real codes. Codes 130, zero points
+  // 128 (block 0) and 120 (block 1), scales 0.25 and 2: w = 0.5 then 20;
+  // A = 1..20 gives 0.5 * 136 + 20 * 74 = 1548.
+  std::vector<float> av(20);
+  for (int i = 0; i < 20; ++i) av[i] = static_cast<float>(i + 1);
+  Tensor a = make_tensor<float>({20}, av);
+  Tensor b = make_tensor<uint8_t>({1, 2, 16}, std::vector<uint8_t>(32, 130));
+  Tensor scales = make_tensor<float>({1, 2}, {0.25f, 2.0f});
+  Tensor zp = make_tensor<uint8_t>({2}, {128, 120});
+  auto r = run_nbits({&a, &b, &scales, &zp},
+                     {attr_int("K", 20), attr_int("N", 1), attr_int("bits", 8), attr_int("block_size", 16)});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r.value()[0].shape(), (Shape{1}));
+  EXPECT_EQ(test::values_of<float>(r.value()[0]), std::vector<float>{1548.0f});
+}
+
+TEST(MatMulNBits, BitsAndBlockSizes) {
+  for (int bits : {4, 8}) {
+    for (int64_t block : {16, 32, 64, 128}) {
+      Case c;
+      c.bits = bits;
+      c.block = block;
+      c.k = 256;
+      check_case(c);
+    }
+  }
+}
+
+TEST(MatMulNBits, KTailAndOddBlockCounts) {
+  for (int bits : {4, 8}) {
+    for (int64_t k : {40, 1, 17, 97, 300}) {
+      Case c;
+      c.bits = bits;
+      c.k = k;
+      // k_blocks 2, 1, 1, 4, 10 at block 32 and 3, 1, 2, 7, 19 at block 16: odd
+      // counts leave the last packed 4-bit zero point byte half used.
+      c.zp = Zp::kPacked;
+      check_case(c);
+      c.block = 16;
+      check_case(c);
+    }
+  }
+}
+
+TEST(MatMulNBits, ScaleAndZeroPointLayouts) {
+  for (int bits : {4, 8}) {
+    for (Zp zp : {Zp::kAbsent, Zp::kPacked, Zp::kFloat}) {
+      for (bool two_d : {false, true}) {
+        Case c;
+        c.bits = bits;
+        c.k = 40;  // 2 blocks of 32, the second padded
+        c.zp = zp;
+        c.scales_2d = two_d;
+        c.zp_2d = two_d;
+        c.bias = true;
+        check_case(c);
+        c.k = 96;  // 3 blocks: an odd count of packed 4-bit zero points
+        check_case(c);
+      }
+    }
+  }
+}
+
+TEST(MatMulNBits, WideNCrossesColumnTiles) {
+  Case c;
+  c.n = 130;
+  c.k = 600;
+  c.block = 64;
+  c.bias = true;
+  c.zp = Zp::kPacked;
+  check_case(c);
+}
+
+TEST(MatMulNBits, ShapesOfA) {
+  for (Shape lead : {Shape{}, Shape{0}, Shape{1}, Shape{2, 3}, Shape{2, 0, 4}}) {
+    Case c;
+    c.a_lead = lead;
+    c.n = 1;
+    check_case(c);
+    c.n = 7;
+    c.bias = true;
+    check_case(c);
+  }
+}
+
+TEST(MatMulNBits, Float16) {
+  for (int bits : {4, 8}) {
+    for (Zp zp : {Zp::kAbsent, Zp::kPacked, Zp::kFloat}) {
+      Case c;
+      c.dtype = DType::kF16;
+      c.bits = bits;
+      c.zp = zp;
+      c.k = 300;
+      c.block = 32;
+      c.bias = true;
+      c.a_lead = {2, 3};
+      check_case(c);
+    }
+  }
+}
+
+TEST(MatMulNBits, EveryAccuracyLevelComputesInFloat) {
+  for (int level = 0; level <= 4; ++level) {
+    Case c;
+    c.accuracy_level = level;
+    check_case(c);
+  }
+}
+
+// Runs a case with one input replaced or one attribute overridden and expects
+// `code` with every word of `words` in the message.
+void expect_error(const Case& c, size_t input, const Tensor* replacement, std::vector<ir::Attribute> attrs,
+                  StatusCode code, std::vector<std::string> words) {
+  Quantized q = quantize(c, 7);
+  std::vector<const Tensor*> inputs = {&q.a_t, &q.b_t, &q.scales_t, nullptr, nullptr, nullptr};
+  if (input < inputs.size()) inputs[input] = replacement;
+  std::vector<ir::Attribute> all = attrs_of(c);
+  for (ir::Attribute& a : attrs) {
+    for (ir::Attribute& existing : all) {
+      if (existing.name == a.name) existing = a;
+    }
+  }
+  auto r = run_nbits(inputs, all);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), code) << r.status().to_string();
+  for (const std::string& w : words) EXPECT_NE(r.status().message().find(w), std::string::npos) << r.status().to_string();
+}
+
+TEST(MatMulNBits, RejectsBadShapes) {
+  Case c;  // A [3, 64], N=5, block 32: k_blocks 2, blob 16
+  const auto u8 = [](Shape s) { return Tensor::allocate(DType::kU8, s); };
+  const auto f32 = [](Shape s) { return Tensor::allocate(DType::kF32, s); };
+  const Tensor a_bad = f32({3, 63}), b_flat = u8({5, 32}), b_bad = u8({5, 2, 8}), scales_bad = f32({5, 3});
+  const Tensor zp_bad = u8({10}), zp_float_bad = f32({5}), bias_bad = f32({4});
+  const StatusCode kInvalid = StatusCode::kInvalidArgument;
+  expect_error(c, 0, &a_bad, {}, kInvalid, {"'A'", "K=64"});
+  expect_error(c, 1, &b_flat, {}, kInvalid, {"'B'", "[5,32]"});
+  expect_error(c, 1, &b_bad, {}, kInvalid, {"'B'", "blob_size=16"});
+  expect_error(c, 2, &scales_bad, {}, kInvalid, {"'scales'", "[10]"});
+  expect_error(c, 3, &zp_bad, {}, kInvalid, {"'zero_points'", "[5]"});
+  expect_error(c, 3, &zp_float_bad, {}, kInvalid, {"'zero_points'", "[10]"});
+  expect_error(c, 5, &bias_bad, {}, kInvalid, {"'bias'", "N=5"});
+}
+
+TEST(MatMulNBits, RejectsBadTypesAndAttributes) {
+  Case c;
+  const Tensor a_i32 = Tensor::allocate(DType::kI32, {3, 64}), scales_f16 = Tensor::allocate(DType::kF16, {10});
+  const Tensor zp_i8 = Tensor::allocate(DType::kI8, {5}), g_idx = Tensor::allocate(DType::kI32, {64});
+  expect_error(c, 0, &a_i32, {}, StatusCode::kNotImplemented, {"'A'", "int32"});
+  expect_error(c, 2, &scales_f16, {}, StatusCode::kInvalidArgument, {"'scales'", "float16"});
+  expect_error(c, 3, &zp_i8, {}, StatusCode::kInvalidArgument, {"'zero_points'", "int8"});
+  expect_error(c, 4, &g_idx, {}, StatusCode::kNotImplemented, {"'g_idx'"});
+  expect_error(c, 2, nullptr, {}, StatusCode::kInvalidModel, {"'scales'"});
+  expect_error(c, 9, nullptr, {attr_int("bits", 2)}, StatusCode::kNotImplemented, {"bits=2"});
+  expect_error(c, 9, nullptr, {attr_int("block_size", 24)}, StatusCode::kInvalidArgument, {"block_size=24"});
+  expect_error(c, 9, nullptr, {attr_int("block_size", 8)}, StatusCode::kInvalidArgument, {"block_size=8"});
+  expect_error(c, 9, nullptr, {attr_int("accuracy_level", 5)}, StatusCode::kInvalidArgument, {"accuracy_level=5"});
+  expect_error(c, 9, nullptr, {attr_int("N", 0)}, StatusCode::kInvalidArgument, {"N=0"});
+}
+
+}  // namespace
+}  // namespace ember
