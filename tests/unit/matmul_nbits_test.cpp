@@ -1,11 +1,18 @@
 // com.microsoft MatMulNBits against a plain double-precision loop over the
 // unpacked codes (written here, independent of the kernel's packed reader), and
 // hand-computed literals.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "base/isa.h"
+#include "kernels/quant/nbits_ukernels.h"
+#include "kernels/quant/nbits_weights.h"
+#include "kernels/quant/quant_ops.h"
+#include "threading/thread_pool.h"
 #include "unit/op_test_util.h"
 
 namespace ember {
@@ -14,6 +21,7 @@ namespace {
 using test::attr_int;
 using test::make_tensor;
 using test::run_op;
+namespace quant = kernels::quant;
 
 enum class Zp { kAbsent, kPacked, kFloat };
 
@@ -107,7 +115,28 @@ Result<std::vector<Tensor>> run_nbits(const std::vector<const Tensor*>& inputs, 
   return run_op("MatMulNBits", inputs, attrs, 1, 1, "com.microsoft");
 }
 
-void check_case(const Case& c, uint32_t seed = 1) {
+// Like run_nbits, with every input but A given to the factory as a constant (the
+// session's initializers): the path that repacks B. Reports the packed bytes.
+Result<std::vector<Tensor>> run_nbits_constant(const std::vector<const Tensor*>& inputs,
+                                               const std::vector<ir::Attribute>& attrs, int64_t* packed_bytes) {
+  ir::Node node;
+  node.name = "test_MatMulNBits";
+  node.op_type = "MatMulNBits";
+  node.domain = "com.microsoft";
+  node.opset = 1;
+  node.attributes = attrs;
+  node.num_explicit_inputs = inputs.size();
+  std::vector<DType> dtypes;
+  std::vector<const Tensor*> constants = inputs;
+  constants[0] = nullptr;
+  for (const Tensor* t : inputs) dtypes.push_back(t ? t->dtype() : DType::kUndefined);
+  kernels::KernelInit init{node, dtypes, constants, nullptr};
+  EMBER_ASSIGN_OR_RETURN(auto kernel, kernels::create_kernel(init));
+  *packed_bytes = kernels::matmul_nbits_packed_bytes(*kernel);
+  return kernels::evaluate(*kernel, inputs, 1);
+}
+
+void check_case(const Case& c, uint32_t seed = 1, bool constant_weights = false) {
   SCOPED_TRACE(testing::Message() << "K=" << c.k << " N=" << c.n << " block=" << c.block << " bits=" << c.bits
                                   << " zp=" << static_cast<int>(c.zp) << " dtype=" << dtype_name(c.dtype));
   Quantized q = quantize(c, seed);
@@ -116,8 +145,16 @@ void check_case(const Case& c, uint32_t seed = 1) {
     inputs.push_back(nullptr);
     inputs.push_back(&q.bias_t);
   }
-  auto r = run_nbits(inputs, attrs_of(c));
+  int64_t packed_bytes = 0;
+  auto r = constant_weights ? run_nbits_constant(inputs, attrs_of(c), &packed_bytes) : run_nbits(inputs, attrs_of(c));
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  if (constant_weights) {
+    // 4-bit f32: 16-column tiles of codes, f32 scales and u8 or f32 zero points per block.
+    const int64_t kb = (c.k + c.block - 1) / c.block;
+    const int64_t zp_bytes = c.zp == Zp::kFloat ? 4 : 1;
+    const bool packs = c.bits == 4 && c.dtype == DType::kF32;
+    EXPECT_EQ(packed_bytes, packs ? (c.n + 15) / 16 * kb * 16 * (c.block / 2 + 4 + zp_bytes) : 0);
+  }
   const Tensor& y = r.value()[0];
   Shape want_shape = c.a_lead;
   want_shape.push_back(c.n);
@@ -319,6 +356,182 @@ TEST(MatMulNBits, RejectsBadTypesAndAttributes) {
   expect_error(c, 9, nullptr, {attr_int("block_size", 8)}, StatusCode::kInvalidArgument, {"block_size=8"});
   expect_error(c, 9, nullptr, {attr_int("accuracy_level", 5)}, StatusCode::kInvalidArgument, {"accuracy_level=5"});
   expect_error(c, 9, nullptr, {attr_int("N", 0)}, StatusCode::kInvalidArgument, {"N=0"});
+}
+
+// ---- the packed 4-bit path ----
+
+TEST(MatMulNBitsPacked, ConstantWeightsMatchDoubleReference) {
+  for (Zp zp : {Zp::kAbsent, Zp::kPacked, Zp::kFloat}) {
+    for (int64_t block : {16, 32, 64, 128}) {
+      for (int64_t k : {16, 17, 33, 129, 1000}) {
+        for (int64_t n : {1, 17, 70}) {
+          for (bool bias : {false, true}) {
+            Case c;
+            c.zp = zp;
+            c.block = block;
+            c.k = k;
+            c.n = n;
+            c.bias = bias;
+            c.a_lead = {3};
+            check_case(c, 3, true);
+            c.a_lead = {1};
+            check_case(c, 4, true);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulNBitsPacked, ConstantWeightsOtherPathsAndShapes) {
+  for (Shape lead : {Shape{}, Shape{0}, Shape{2, 0, 4}, Shape{2, 3}}) {
+    Case c;
+    c.a_lead = lead;
+    c.n = 33;
+    c.bias = true;
+    check_case(c, 5, true);
+  }
+  Case eight_bit;  // 8-bit and f16 keep the reference path: no packed bytes
+  eight_bit.bits = 8;
+  check_case(eight_bit, 6, true);
+  Case half;
+  half.dtype = DType::kF16;
+  half.k = 300;
+  check_case(half, 6, true);
+}
+
+TEST(MatMulNBitsPacked, OneAndTwoThreadsAgreeBitForBit) {
+  Case c;
+  c.k = 896;
+  c.n = 1000;
+  c.block = 32;
+  c.zp = Zp::kPacked;
+  c.bias = true;
+  for (Shape lead : {Shape{1}, Shape{3}}) {
+    c.a_lead = lead;
+    Quantized q = quantize(c, 9);
+    std::vector<const Tensor*> inputs = {&q.a_t, &q.b_t, &q.scales_t, &q.zp_t, nullptr, &q.bias_t};
+    std::vector<std::vector<float>> outs;
+    for (int threads : {1, 2}) {
+      threading::ScopedThreadLimit limit(threads);
+      int64_t packed_bytes = 0;
+      auto r = run_nbits_constant(inputs, attrs_of(c), &packed_bytes);
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      outs.push_back(test::values_of<float>(r.value()[0]));
+    }
+    EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)), 0);
+  }
+}
+
+// The weights of a quantized case as the kernel's reader sees them.
+quant::NBitsWeights weights_of(const Case& c, const Quantized& q) {
+  quant::NBitsWeights w;
+  w.bits = c.bits;
+  w.n = c.n;
+  w.k = c.k;
+  w.block_size = c.block;
+  w.k_blocks = (c.k + c.block - 1) / c.block;
+  w.blob_size = c.block * c.bits / 8;
+  w.packed = q.b_t.data_as<uint8_t>();
+  w.scale_dtype = c.dtype;
+  w.scales = q.scales_t.data();
+  if (c.zp != Zp::kAbsent) {
+    w.zp_dtype = q.zp_t.dtype();
+    w.zero_points = q.zp_t.data();
+    w.zp_row_bytes = quant::nbits_zp_row_bytes(w.k_blocks, c.bits);
+  }
+  return w;
+}
+
+// Every ISA's microkernel against the reference loop nbits_dot_f32_ref. Both sum
+// K f32 terms, in different orders (the microkernel per block, in even/odd
+// chains), so they are not bit-equal; random-sign terms make a typical output
+// sqrt(K) * rms(term), and rounding errors of u = 6e-8 per addition random-walk
+// to far below 1e-5 of that, the tolerance used.
+void check_microkernel(const Case& c, uint32_t seed) {
+  SCOPED_TRACE(testing::Message() << "K=" << c.k << " N=" << c.n << " block=" << c.block
+                                  << " zp=" << static_cast<int>(c.zp) << " bias=" << c.bias);
+  Quantized q = quantize(c, seed);
+  const quant::NBitsWeights w = weights_of(c, q);
+  const quant::NBitsPacked packed = quant::nbits_pack_q4(w);
+  // A and y one element past an aligned start: unaligned loads and stores.
+  std::vector<float> a(c.k + 1), bias(c.n + 1), want(c.n, 0.0f), tol(c.n);
+  std::copy(q.a.begin(), q.a.begin() + c.k, a.begin() + 1);
+  for (int64_t k0 = 0; k0 < c.k; k0 += quant::kNBitsKChunk) {
+    quant::nbits_dot_f32_ref(w, a.data() + 1 + k0, k0, std::min(c.k, k0 + quant::kNBitsKChunk), 0, c.n, want.data());
+  }
+  std::vector<float> row(c.k);
+  for (int64_t j = 0; j < c.n; ++j) {
+    quant::nbits_dequantize_row(w, j, 0, c.k, row.data());
+    double squares = 0;
+    for (int64_t k = 0; k < c.k; ++k) squares += double(a[k + 1]) * row[k] * double(a[k + 1]) * row[k];
+    tol[j] = 1e-5 * std::sqrt(squares) + 1e-30;  // sqrt(K) * rms = sqrt(sum of squares)
+    if (c.bias) {
+      bias[j + 1] = static_cast<float>(q.bias[j]);
+      want[j] += bias[j + 1];
+    }
+  }
+  for (Isa isa : available_isas()) {
+    std::vector<float> y(c.n + 1, -1.0f);
+    quant::nbits_table(isa).f32_q4_gemv(a.data() + 1, static_cast<const uint8_t*>(packed.bytes.data()),
+                                        packed.geometry, c.n, c.bias ? bias.data() + 1 : nullptr, y.data() + 1);
+    EXPECT_EQ(y[0], -1.0f) << isa_name(isa);
+    for (int64_t j = 0; j < c.n; ++j) {
+      ASSERT_NEAR(y[j + 1], want[j], tol[j]) << isa_name(isa) << " column " << j;
+    }
+  }
+}
+
+TEST(MatMulNBitsPacked, MicrokernelEveryIsaMatchesReferenceLoop) {
+  uint32_t seed = 20;
+  for (Zp zp : {Zp::kAbsent, Zp::kPacked, Zp::kFloat}) {
+    for (int64_t block : {16, 32, 64, 128}) {
+      for (int64_t k : {16, 17, 31, 33, 63, 64, 65, 127, 129, 1000, 4096}) {
+        for (int64_t n : {1, 15, 16, 17, 33, 63, 64, 65, 129}) {
+          Case c;
+          c.zp = zp;
+          c.block = block;
+          c.k = k;
+          c.n = n;
+          c.bias = (n & 1) != 0;
+          check_microkernel(c, ++seed);
+        }
+      }
+    }
+  }
+  Case wide;  // a Qwen2.5-0.5B FFN shape: 304 tiles
+  wide.k = 896;
+  wide.n = 4864;
+  wide.zp = Zp::kPacked;
+  check_microkernel(wide, 99);
+}
+
+TEST(MatMulNBitsPacked, MicrokernelPropagatesNanAndInf) {
+  Case c;
+  c.k = 100;
+  c.n = 20;
+  Quantized q = quantize(c, 11);
+  const quant::NBitsPacked packed = quant::nbits_pack_q4(weights_of(c, q));
+  for (float special : {NAN, INFINITY}) {
+    std::vector<float> a(q.a.begin(), q.a.end());
+    a.resize(c.k);
+    a[37] = special;  // an odd k: the high-nibble chain
+    for (Isa isa : available_isas()) {
+      std::vector<float> y(c.n);
+      quant::nbits_table(isa).f32_q4_gemv(a.data(), static_cast<const uint8_t*>(packed.bytes.data()),
+                                          packed.geometry, c.n, nullptr, y.data());
+      const int64_t blocks = (c.k + c.block - 1) / c.block;
+      for (int64_t j = 0; j < c.n; ++j) {
+        const double w = (q.codes[j * blocks * c.block + 37] - 8) * q.scales[j * blocks + 37 / c.block];
+        // Inf times a zero weight is NaN; times a nonzero weight an infinity that no finite term cancels.
+        if (std::isnan(special) || w == 0) {
+          EXPECT_TRUE(std::isnan(y[j])) << isa_name(isa) << " column " << j;
+        } else {
+          EXPECT_EQ(y[j], w > 0 ? INFINITY : -INFINITY) << isa_name(isa) << " column " << j;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

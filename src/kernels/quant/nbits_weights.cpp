@@ -1,5 +1,7 @@
 #include "kernels/quant/nbits_weights.h"
 
+#include <cstring>
+
 namespace ember::kernels::quant {
 namespace {
 
@@ -26,7 +28,53 @@ float zero_point(const NBitsWeights& w, int64_t n, int64_t block) {
   }
 }
 
+// Fills block `block` of the tile holding columns [n0, n0 + kNBitsTileCols).
+void pack_q4_block(const NBitsWeights& w, int64_t n0, int64_t block, uint8_t* out) {
+  const int64_t groups = w.block_size / 2;
+  for (int64_t c = 0; c < kNBitsTileCols && n0 + c < w.n; ++c) {
+    const int64_t n = n0 + c;
+    const uint8_t* blob = w.packed + (n * w.k_blocks + block) * w.blob_size;
+    for (int64_t i = 0; i < groups; ++i) out[i * kNBitsTileCols + c] = blob[i];
+  }
+  float* scales = reinterpret_cast<float*>(out + groups * kNBitsTileCols);
+  uint8_t* zps = out + groups * kNBitsTileCols + kNBitsTileCols * sizeof(float);
+  for (int64_t c = 0; c < kNBitsTileCols; ++c) {
+    const int64_t n = n0 + c;
+    const float scale = n < w.n ? read_float(w.scale_dtype, w.scales, n * w.k_blocks + block) : 0.0f;
+    const float zp = n < w.n ? zero_point(w, n, block) : 0.0f;
+    std::memcpy(scales + c, &scale, sizeof(float));
+    if (w.zp_dtype == DType::kF32 || w.zp_dtype == DType::kF16) {
+      std::memcpy(zps + c * sizeof(float), &zp, sizeof(float));
+    } else {
+      zps[c] = static_cast<uint8_t>(zp);
+    }
+  }
+}
+
 }  // namespace
+
+NBitsPacked nbits_pack_q4(const NBitsWeights& w) {
+  NBitsPacked p;
+  NBitsPackedGeometry& g = p.geometry;
+  g.k = w.k;
+  g.block_size = w.block_size;
+  g.k_blocks = w.k_blocks;
+  g.float_zero_points = w.zp_dtype == DType::kF32 || w.zp_dtype == DType::kF16;
+  const int64_t zp_bytes = kNBitsTileCols * (g.float_zero_points ? sizeof(float) : 1);
+  g.block_bytes = w.block_size / 2 * kNBitsTileCols + kNBitsTileCols * sizeof(float) + zp_bytes;
+  g.tile_bytes = g.k_blocks * g.block_bytes;
+  p.n = w.n;
+  const int64_t tiles = (w.n + kNBitsTileCols - 1) / kNBitsTileCols;
+  p.bytes.resize(static_cast<size_t>(tiles * g.tile_bytes));
+  uint8_t* out = static_cast<uint8_t*>(p.bytes.data());
+  std::memset(out, 0, p.bytes.size());
+  for (int64_t t = 0; t < tiles; ++t) {
+    for (int64_t b = 0; b < w.k_blocks; ++b) {
+      pack_q4_block(w, t * kNBitsTileCols, b, out + t * g.tile_bytes + b * g.block_bytes);
+    }
+  }
+  return p;
+}
 
 int64_t nbits_zp_row_bytes(int64_t k_blocks, int bits) { return (k_blocks * bits + 7) / 8; }
 

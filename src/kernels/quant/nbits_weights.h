@@ -4,7 +4,9 @@
 // replaces nbits_dot_f32_ref (and the layout it reads), not the op around it.
 #include <cstdint>
 
+#include "base/buffer.h"
 #include "base/dtype.h"
+#include "kernels/quant/nbits_ukernels.h"
 
 namespace ember::kernels::quant {
 
@@ -37,5 +39,15 @@ void nbits_dequantize_row(const NBitsWeights& w, int64_t n, int64_t k_begin, int
 inline constexpr int64_t kNBitsKChunk = 256;
 void nbits_dot_f32_ref(const NBitsWeights& w, const float* a, int64_t k_begin, int64_t k_end, int64_t n_begin,
                        int64_t n_end, float* acc);
+
+// 4-bit weights repacked into the column-tile layout of nbits_ukernels.h.
+struct NBitsPacked {
+  NBitsPackedGeometry geometry;
+  int64_t n = 0;
+  AlignedBuffer bytes;
+};
+
+// Repacks w (bits == 4, f32 or f16 scales, any zero-point form).
+NBitsPacked nbits_pack_q4(const NBitsWeights& w);
 
 }  // namespace ember::kernels::quant
