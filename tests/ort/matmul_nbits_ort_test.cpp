@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -27,13 +28,17 @@ struct Param {
   DType dtype = DType::kF32;
 };
 
-std::string param_name(const testing::TestParamInfo<Param>& info) {
-  const Param& p = info.param;
+std::string describe(const Param& p) {
   const char* zp = p.zp == Zp::kAbsent ? "" : p.zp == Zp::kPacked ? "_zpu8" : "_zpfloat";
   return "b" + std::to_string(p.bits) + "_acc" + std::to_string(p.accuracy_level) + "_M" + std::to_string(p.m) + "_K" +
          std::to_string(p.k) + "_N" + std::to_string(p.n) + "_blk" + std::to_string(p.block) + zp +
          (p.bias ? "_bias" : "") + (p.dtype == DType::kF16 ? "_f16" : "");
 }
+
+std::string param_name(const testing::TestParamInfo<Param>& info) { return describe(info.param); }
+
+// How gtest prints a case (instead of the struct's raw bytes).
+void PrintTo(const Param& p, std::ostream* os) { *os << describe(p); }
 
 void fill_float(Tensor& t, std::mt19937& rng, float lo, float hi) {
   std::uniform_real_distribution<float> dist(lo, hi);
