@@ -17,8 +17,6 @@ namespace {
 // f16 is about ten nodes) while bounding the kernel's temporaries.
 constexpr size_t kMaxGroupNodes = 24;
 
-bool is_float_family(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
-
 bool same_dim(const ir::Dim& a, const ir::Dim& b) {
   if (a.known() || b.known()) return a.value == b.value;
   return !a.symbol.empty() && a.symbol == b.symbol;
@@ -54,12 +52,12 @@ bool is_suffix(const ir::Value& in, const ir::Value& out) {
 bool can_fuse(const ir::Graph& g, const ir::Node& node) {
   if (!kernels::is_fusible_elementwise(node)) return false;
   const ir::Value& out = g.value(node.outputs[0]);
-  if (!is_float_family(out.dtype) || !fully_described(out)) return false;
+  if (!kernels::is_fusible_dtype(out.dtype) || !fully_described(out)) return false;
   const bool binary = node.inputs.size() == 2;
   for (ir::ValueId id : node.inputs) {
     if (id == ir::kNoValue) return false;
     const ir::Value& in = g.value(id);
-    if (!is_float_family(in.dtype) || !fully_described(in)) return false;
+    if (!kernels::is_fusible_dtype(in.dtype) || !fully_described(in)) return false;
     if (same_shape(in, out)) continue;
     if (!binary || !(is_scalar(in) || is_suffix(in, out))) return false;
   }

@@ -102,7 +102,12 @@ class Pool {
   }
 
  private:
-  Pool() = default;
+  Pool() {
+    // Where workers run once they drop their start pin: the CPUs the process
+    // may use (not a caller's own mask, which may be a single pinned CPU).
+    CPU_ZERO(&process_cpus_);
+    for (const LogicalCpu& cpu : cpu_topology().cpus) CPU_SET(cpu.id, &process_cpus_);
+  }
 
   // Grows the pool to `count` workers if it can; returns how many there are
   // (a system out of threads leaves the job to the workers that exist).
@@ -134,10 +139,6 @@ class Pool {
   // worker starts pinned to a CPU other than the caller's (cpu_order(): one per
   // physical core first) and drops the pin once it runs there.
   void place_away_from_caller(std::thread& t, int index) {
-    // The CPUs the process may use (not the caller's own mask, which may be a
-    // single pinned CPU): where the worker runs once it drops its start pin.
-    CPU_ZERO(&process_cpus_);
-    for (const LogicalCpu& cpu : cpu_topology().cpus) CPU_SET(cpu.id, &process_cpus_);
     const int caller_cpu = sched_getcpu();
     std::vector<int> others;
     for (int cpu : cpu_topology().cpu_order()) {
@@ -147,13 +148,13 @@ class Pool {
     cpu_set_t start;
     CPU_ZERO(&start);
     CPU_SET(others[static_cast<size_t>(index) % others.size()], &start);
-    if (pthread_setaffinity_np(t.native_handle(), sizeof(start), &start) == 0) pinned_start_ = true;
+    pthread_setaffinity_np(t.native_handle(), sizeof(start), &start);
   }
 
   void release_start_cpu() {
     // Wait until the creator has decided; then run anywhere the process may.
     std::lock_guard<std::mutex> placed(placement_mutex_);
-    if (pinned_start_) sched_setaffinity(0, sizeof(process_cpus_), &process_cpus_);
+    if (CPU_COUNT(&process_cpus_) > 0) sched_setaffinity(0, sizeof(process_cpus_), &process_cpus_);
   }
 
   void work() {
@@ -222,7 +223,6 @@ class Pool {
   std::mutex dispatch_mutex_;  // one job at a time
   std::mutex placement_mutex_;  // held while a new worker's start CPU is chosen
   cpu_set_t process_cpus_{};
-  bool pinned_start_ = false;
   std::vector<std::thread> workers_;
   // The current job, published by the release store to job_word_.
   const FunctionRef<void(int64_t, int64_t)>* fn_ = nullptr;

@@ -10,6 +10,7 @@
 #include "kernels/common/convert.h"
 #include "kernels/common/shape_util.h"
 #include "kernels/elementwise/binary_ukernels.h"
+#include "kernels/elementwise/elementwise_common.h"
 #include "kernels/elementwise/unary_spec.h"
 #include "threading/thread_pool.h"
 
@@ -39,7 +40,6 @@ std::optional<BinaryKind> binary_kind(const ir::Node& node) {
   return std::nullopt;
 }
 
-bool is_float_family(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 // Where a step reads or writes: a kernel input, a temporary block, or the
 // output block itself (f32 outputs only).
@@ -86,7 +86,7 @@ class FusedElementwiseKernel final : public OpKernel {
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
       const Shape& s = ctx.input(i).shape();
       const int64_t m = shape_numel(s);
-      if (m != n && m != 1 && !is_suffix(s, out)) {
+      if (m != n && m != 1 && !elementwise::is_suffix_of(s, out)) {
         return invalid_argument("input {} of shape {} is neither the output shape {}, a scalar, nor a suffix of it", i,
                                 shape_to_string(s), shape_to_string(out));
       }
@@ -118,14 +118,6 @@ class FusedElementwiseKernel final : public OpKernel {
     std::array<int64_t, kMaxInputs> length;
     std::array<float, kMaxInputs> scalar;
   };
-
-  static bool is_suffix(std::span<const int64_t> in, std::span<const int64_t> out) {
-    size_t lead = 0;
-    while (lead < in.size() && in[lead] == 1) ++lead;
-    const size_t rest = in.size() - lead;
-    if (rest > out.size()) return false;
-    return std::equal(in.begin() + static_cast<std::ptrdiff_t>(lead), in.end(), out.end() - static_cast<std::ptrdiff_t>(rest));
-  }
 
   float read_scalar(const Tensor& x) const {
     float v = 0.0f;
@@ -272,7 +264,7 @@ Result<std::vector<VirtualStep>> build_virtual_steps(const ir::Graph& body, std:
       ir::AttrReader attrs(node);
       const DType to = static_cast<DType>(attrs.get_int("to", 0));
       EMBER_RETURN_IF_ERROR(attrs.status());
-      if (!is_float_family(to)) return invalid_argument("body node {} casts to {}", node.label(), dtype_name(to));
+      if (!is_fusible_dtype(to)) return invalid_argument("body node {} casts to {}", node.label(), dtype_name(to));
       out_dtype = to;
       if (to == DType::kF32) {
         out_reg = src;  // the source already holds 16-bit-rounded values: an exact alias
@@ -345,7 +337,7 @@ Result<std::unique_ptr<OpKernel>> create_fused_elementwise(const KernelInit& ini
   }
   std::vector<DType> dtypes(init.input_dtypes.begin(), init.input_dtypes.end());
   for (size_t i = 0; i < dtypes.size(); ++i) {
-    if (!is_float_family(dtypes[i])) {
+    if (!is_fusible_dtype(dtypes[i])) {
       return invalid_argument("input {} has dtype {}; fused elementwise bodies take f32, f16 or bf16", i,
                               dtype_name(dtypes[i]));
     }
@@ -356,7 +348,7 @@ Result<std::unique_ptr<OpKernel>> create_fused_elementwise(const KernelInit& ini
   EMBER_ASSIGN_OR_RETURN(std::vector<VirtualStep> vsteps,
                          build_virtual_steps(*body, dtypes, reg_of_value, dtype_of_value, unary));
   const DType out_dtype = dtype_of_value[static_cast<size_t>(body->outputs[0])];
-  if (!is_float_family(out_dtype)) return invalid_argument("the body's output must be f32, f16 or bf16");
+  if (!is_fusible_dtype(out_dtype)) return invalid_argument("the body's output must be f32, f16 or bf16");
   const int result_reg = reg_of_value[static_cast<size_t>(body->outputs[0])];
   if (result_reg == kNoReg) return invalid_argument("the body's output is not computed");
 
@@ -416,6 +408,8 @@ Result<std::unique_ptr<OpKernel>> create_fused_elementwise(const KernelInit& ini
 }
 
 }  // namespace
+
+bool is_fusible_dtype(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 bool is_fusible_elementwise(const ir::Node& node) {
   if (node.outputs.size() != 1) return false;

@@ -25,6 +25,9 @@ inline constexpr std::string_view kFusedElementwiseOp = "FusedElementwise";
 // between f32, f16 and bf16. Dtypes and shapes are the pass's business.
 bool is_fusible_elementwise(const ir::Node& node);
 
+// The dtypes a fused body reads and writes: f32, f16, bf16.
+bool is_fusible_dtype(DType t);
+
 void register_fused_elementwise_ops(OpRegistry& r);
 
 }  // namespace ember::kernels
