@@ -72,6 +72,9 @@ class KernelContext {
 Status needs_value(size_t input_index);
 bool is_needs_value(const Status& s);
 
+// Fails, naming the op and the missing input, unless inputs 0..count-1 are present.
+Status require_inputs(const KernelInit& init, size_t count);
+
 class OpKernel {
  public:
   virtual ~OpKernel() = default;

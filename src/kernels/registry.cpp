@@ -34,6 +34,15 @@ bool OpRegistry::knows(std::string_view domain, std::string_view op_type) const 
   return false;
 }
 
+Status require_inputs(const KernelInit& init, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (i >= init.input_dtypes.size() || init.input_dtypes[i] == DType::kUndefined) {
+      return invalid_model("{} needs {} inputs; input {} is missing", init.node.op_type, count, i);
+    }
+  }
+  return Status::ok();
+}
+
 Status needs_value(size_t input_index) {
   return Status(StatusCode::kNeedsValue, fmt::format("the value of input {} is needed to infer the output shape", input_index));
 }

@@ -4,11 +4,7 @@
 
 namespace ember::kernels {
 
-// Fails unless inputs 0..count-1 are present.
-Status require_inputs(const KernelInit& init, size_t count);
-
 Result<std::unique_ptr<OpKernel>> create_matmul(const KernelInit& init);
-Result<std::unique_ptr<OpKernel>> create_matmul_integer(const KernelInit& init);
 Result<std::unique_ptr<OpKernel>> create_gemm(const KernelInit& init);
 Result<std::unique_ptr<OpKernel>> create_conv(const KernelInit& init);
 Result<std::unique_ptr<OpKernel>> create_max_pool(const KernelInit& init);

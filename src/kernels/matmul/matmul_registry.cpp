@@ -6,7 +6,6 @@ namespace ember::kernels {
 // One entry per op: each factory reads node.opset for the version-dependent forms.
 void register_matmul_ops(OpRegistry& r) {
   r.add({"", "MatMul", 1, INT_MAX, create_matmul});
-  r.add({"", "MatMulInteger", 10, INT_MAX, create_matmul_integer});
   r.add({"", "Gemm", 1, INT_MAX, create_gemm});
   r.add({"", "Conv", 1, INT_MAX, create_conv});
   r.add({"", "MaxPool", 1, INT_MAX, create_max_pool});

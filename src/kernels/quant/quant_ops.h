@@ -4,6 +4,8 @@
 
 namespace ember::kernels {
 
+// MatMulInteger (matmul_integer.cpp).
+Result<std::unique_ptr<OpKernel>> create_matmul_integer(const KernelInit& init);
 // com.microsoft MatMulNBits (matmul_nbits.cpp).
 Result<std::unique_ptr<OpKernel>> create_matmul_nbits(const KernelInit& init);
 // Bytes of a MatMulNBits kernel's repacked weights: 0 when it runs the reference

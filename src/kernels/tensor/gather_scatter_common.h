@@ -29,8 +29,6 @@ KernelResult create_arg_max(const KernelInit& init);
 KernelResult create_arg_min(const KernelInit& init);
 KernelResult create_unique(const KernelInit& init);
 
-// Fails unless inputs [0, count) are present.
-Status require_inputs(const KernelInit& init, size_t count);
 // Index inputs are int32 or int64.
 Status check_index_dtype(DType t, std::string_view what);
 // Any fixed-size dtype (strings are not supported).

@@ -9,15 +9,6 @@ namespace ember::kernels {
 
 namespace gather_scatter {
 
-Status require_inputs(const KernelInit& init, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    if (i >= init.input_dtypes.size() || init.input_dtypes[i] == DType::kUndefined) {
-      return invalid_model("{} needs {} inputs; input {} is missing", init.node.op_type, count, i);
-    }
-  }
-  return Status::ok();
-}
-
 Status check_index_dtype(DType t, std::string_view what) {
   if (t == DType::kI32 || t == DType::kI64) return Status::ok();
   return invalid_argument("{} must be int32 or int64, got {}", what, dtype_name(t));
