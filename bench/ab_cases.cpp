@@ -9,16 +9,11 @@
 #include <random>
 #include <type_traits>
 
-#include "model_builder.h"
+#include "case_builder.h"
 #include "onnx/model_loader.h"
 
 namespace ember::bench {
 namespace {
-
-using ortref::attr_float;
-using ortref::attr_int;
-using ortref::attr_ints;
-using ortref::ModelBuilder;
 
 constexpr int64_t kSmall = 4096;     // per-run overhead dominates
 constexpr int64_t kLarge = 1 << 20;  // kernel throughput dominates
@@ -27,85 +22,6 @@ constexpr int64_t kTokens[] = {1, 128};                 // one decode step, one 
 // Rows of the embedding table Gather reads from: 2048 x 4096 f32 is 32 MiB, more
 // than this machine's L3 share, so row reads come from memory as in a real model.
 constexpr int64_t kVocabRows = 2048;
-constexpr const char* kMs = "com.microsoft";
-
-struct FloatType {
-  DType dtype;
-  const char* tag;
-};
-constexpr FloatType kFloatTypes[] = {{DType::kF32, "f32"}, {DType::kF16, "f16"}, {DType::kBF16, "bf16"}};
-
-std::string size_tag(int64_t n) {
-  return n % (1 << 20) == 0 ? fmt::format("{}Mi", n >> 20) : fmt::format("{}Ki", n >> 10);
-}
-
-std::string shape_tag(const std::vector<int64_t>& dims) { return fmt::format("{}", fmt::join(dims, "x")); }
-
-std::string type_tag(DType dtype) {
-  for (const FloatType& t : kFloatTypes)
-    if (t.dtype == dtype) return t.tag;
-  return std::string(dtype_name(dtype));
-}
-
-// FNV-1a of the case name: each case gets the same inputs in every run and build.
-uint64_t seed_of(const std::string& name) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-// Floats uniform in [lo, hi); integers uniform in [0, int_limit).
-Tensor random_tensor(DType dtype, const std::vector<int64_t>& dims, std::mt19937_64& rng, float lo, float hi,
-                     int64_t int_limit) {
-  Tensor t = Tensor::allocate(dtype, Shape(dims.begin(), dims.end()));
-  std::uniform_real_distribution<float> real(lo, hi);
-  std::uniform_int_distribution<int64_t> integer(0, std::max<int64_t>(int_limit, 1) - 1);
-  EMBER_SWITCH_ALL(dtype, T, {
-    T* data = t.data_as<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if constexpr (std::is_floating_point_v<compute_t<T>>) {
-        data[i] = static_cast<T>(real(rng));
-      } else {
-        data[i] = static_cast<T>(integer(rng));
-      }
-    }
-  }, {});
-  return t;
-}
-
-// One model under construction, with the values of its inputs.
-class CaseBuilder {
- public:
-  explicit CaseBuilder(const std::string& name) : rng_(seed_of(name)) {}
-
-  ModelBuilder& model() { return builder_; }
-
-  // Activations cover [-4, 4): both saturated tails and the curved middle of
-  // sigmoid, tanh, erf and GELU, where the polynomial approximations differ.
-  void input(const std::string& name, DType dtype, std::vector<int64_t> dims, float lo = -4.0f, float hi = 4.0f) {
-    builder_.add_input(name, dtype, dims);
-    inputs_.push_back({name, random_tensor(dtype, dims, rng_, lo, hi, 0)});
-  }
-  void index_input(const std::string& name, std::vector<int64_t> dims, int64_t limit) {
-    builder_.add_input(name, DType::kI64, dims);
-    inputs_.push_back({name, random_tensor(DType::kI64, dims, rng_, 0, 0, limit)});
-  }
-  void weight(const std::string& name, DType dtype, std::vector<int64_t> dims, float lo = -1.0f, float hi = 1.0f) {
-    builder_.add_initializer(name, random_tensor(dtype, dims, rng_, lo, hi, 0));
-  }
-  // Integers uniform in [0, limit) (quantized codes).
-  void int_weight(const std::string& name, DType dtype, std::vector<int64_t> dims, int64_t limit) {
-    builder_.add_initializer(name, random_tensor(dtype, dims, rng_, 0, 0, limit));
-  }
-  void output(const std::string& name, DType dtype) { builder_.add_output_unshaped(name, dtype); }
-
-  CaseModel finish() { return {builder_.serialize(), std::move(inputs_)}; }
-
- private:
-  std::mt19937_64 rng_;
-  ModelBuilder builder_;
-  std::vector<CaseInput> inputs_;
-};
 
 struct UnaryOp {
   const char* name;  // case name
@@ -292,41 +208,6 @@ void add_row_op_cases(std::vector<BenchCase>& cases) {
   }
 }
 
-// com.microsoft MatMulNBits, 4-bit, block 32, no zero points, A [m, k]: the
-// decode-step projections of Qwen2.5-0.5B (896 x 4864 FFN), Llama-3.2-1B
-// (2048 x 8192 FFN) and a 4096 x 4096 square, at accuracy_level 0 (float
-// compute in both). accuracy_level 4 cases come with Ember's int8-activation
-// path: ORT computes that level with int8 activations, so an f32 answer
-// differs from it by more than the comparison allows.
-void add_matmul_nbits_cases(std::vector<BenchCase>& cases) {
-  constexpr int64_t kBlock = 32;
-  constexpr std::pair<int64_t, int64_t> kShapes[] = {{896, 4864}, {2048, 8192}, {4096, 4096}};
-  for (auto [k, n] : kShapes) {
-    for (int64_t level : {0}) {
-      const int64_t m = 1;
-      std::string name = fmt::format("MatMulNBits/q4b{}/{}x{}x{}/acc{}", kBlock, m, k, n, level);
-      cases.push_back({name,
-                       fmt::format("com.microsoft.MatMulNBits, 4-bit block {} constant weights, A float32[{},{}], "
-                                   "N={}, accuracy_level {}",
-                                   kBlock, m, k, n, level),
-                       [k, n, m, level, name] {
-                         CaseBuilder c(name);
-                         c.model().set_opset(kMs, 1);
-                         const int64_t blocks = (k + kBlock - 1) / kBlock;
-                         c.input("a", DType::kF32, {m, k}, -1.0f, 1.0f);
-                         c.int_weight("b", DType::kU8, {n, blocks, kBlock / 2}, 256);
-                         c.weight("scales", DType::kF32, {n * blocks}, 0.001f, 0.01f);
-                         c.model().add_node("MatMulNBits", {"a", "b", "scales"}, {"y"},
-                                            {attr_int("K", k), attr_int("N", n), attr_int("bits", 4),
-                                             attr_int("block_size", kBlock), attr_int("accuracy_level", level)},
-                                            kMs);
-                         c.output("y", DType::kF32);
-                         return c.finish();
-                       }});
-    }
-  }
-}
-
 Result<std::vector<uint8_t>> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status(StatusCode::kIoError, fmt::format("cannot open '{}'", path));
@@ -356,7 +237,10 @@ std::vector<BenchCase> default_cases() {
     add_gather_case(cases, t, 4096);
   }
   add_row_op_cases(cases);
-  add_matmul_nbits_cases(cases);
+  add_gemm_cases(cases);
+  add_lowp_gemm_cases(cases);
+  add_nbits_cases(cases);
+  add_integer_cases(cases);
   return cases;
 }
 

@@ -7,7 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include <optional>
+
 #include "base/status.h"
+#include "base/tensor_compare.h"
 #include "base/tensor.h"
 
 namespace ember::bench {
@@ -20,6 +23,13 @@ struct CaseInput {
 struct CaseModel {
   std::string bytes;              // a serialized ModelProto
   std::vector<CaseInput> inputs;  // every graph input, with its value
+  // How many independent copies of the timed op the model holds: cold cases
+  // cycle through more weight bytes than the L3 holds. Times are reported per
+  // copy; ratios are unaffected.
+  int64_t copies = 1;
+  // How close Ember's outputs must be to ORT's; unset: the whole-model default
+  // of the output dtype (tests/ort/compare.cpp).
+  std::optional<Tolerance> tolerance;
 };
 
 struct BenchCase {

@@ -1,0 +1,46 @@
+// f32 MatMul and Gemm cases at language-model projection shapes.
+#include "case_builder.h"
+
+namespace ember::bench {
+namespace {
+
+constexpr int64_t kRows[] = {1, 16, 128, 512};  // a decode step, then prompt chunks
+
+// A [m, k] times `copies` constant W [k, n], each its own node and output.
+void add_matmul_case(std::vector<BenchCase>& cases, const std::string& tag, int64_t m, int64_t k, int64_t n,
+                     bool cold) {
+  const int64_t copies = cold ? cold_copies(k * n * 4) : 1;
+  std::string name = fmt::format("MatMul/f32/{}/{}x{}x{}/{}", tag, m, k, n, cold ? "cold" : "hot");
+  std::string what = fmt::format("MatMul of float32[{},{}] by constant float32[{},{}]{}", m, k, k, n,
+                                 cold ? fmt::format(", {} copies with their own weights (cold)", copies) : "");
+  cases.push_back({name, what, [name, m, k, n, copies] {
+                     CaseBuilder c(name);
+                     c.input("a", DType::kF32, {m, k}, -1.0f, 1.0f);
+                     for (int64_t i = 0; i < copies; ++i) {
+                       const std::string w = fmt::format("w{}", i), y = fmt::format("y{}", i);
+                       c.weight(w, DType::kF32, {k, n});
+                       c.model().add_node("MatMul", {"a", w}, {y});
+                       c.output(y, DType::kF32);
+                     }
+                     return c.finish(copies, dot_tolerance(DType::kF32, k, 0.25));
+                   }});
+}
+
+}  // namespace
+
+// The up projection of each model at every row count, hot (one weight, resident
+// in L3 when it fits) and, where weights dominate (M <= 16) and fit in L3, also
+// cold; then the two shapes of issue 4's reference table.
+void add_gemm_cases(std::vector<BenchCase>& cases) {
+  for (const Projection& p : llm_projections()) {
+    if (!p.tag.ends_with(".up")) continue;
+    for (int64_t m : kRows) {
+      add_matmul_case(cases, p.tag, m, p.k, p.n, false);
+      if (m <= 16 && cold_copies(p.k * p.n * 4) > 1) add_matmul_case(cases, p.tag, m, p.k, p.n, true);
+    }
+  }
+  add_matmul_case(cases, "square", 1, 4096, 4096, false);
+  add_matmul_case(cases, "square", 128, 2048, 2048, false);
+}
+
+}  // namespace ember::bench
