@@ -93,6 +93,14 @@ class OpKernel {
   // False when the outputs depend only on input shapes (Shape, Size): the
   // planner can then evaluate the node before any input data exists.
   virtual bool reads_input_data() const { return true; }
+  // True when the kernel copied constant input `i` into its own layout at
+  // creation and never reads that input's data again: the runtime may release
+  // the input's bytes once every reader has packed it (infer() and run() still
+  // see its dtype and shape, with no data).
+  virtual bool prepacked_input(size_t /*i*/) const { return false; }
+  // Bytes the kernel holds in its own prepacked layouts (weights repacked at
+  // creation); reported by `ember info` and session statistics.
+  virtual int64_t packed_bytes() const { return 0; }
 };
 
 using KernelFactory = Result<std::unique_ptr<OpKernel>> (*)(const KernelInit&);
