@@ -558,6 +558,28 @@ Status matmul_nbits(OpContext& ctx) {
   return Status::ok();
 }
 
+// com.microsoft GatherBlockQuantized: Gather on gather_axis, then the quantized
+// last axis holds 8 / bits codes per uint8 byte (ONNX Runtime's contrib op).
+Status gather_block_quantized(OpContext& ctx) {
+  const SymShape* data = ctx.shape(0);
+  const SymShape* idx = ctx.shape(1);
+  const DType out_dtype = ctx.dtype(2);
+  if (!data || !idx || data->empty()) {
+    set_output(ctx, 0, out_dtype, std::nullopt);
+    return Status::ok();
+  }
+  EMBER_ASSIGN_OR_RETURN(size_t axis, normalize_axis(ctx.attrs.get_int("gather_axis", 0), data->size()));
+  SymShape out(data->begin(), data->begin() + static_cast<std::ptrdiff_t>(axis));
+  out.insert(out.end(), idx->begin(), idx->end());
+  out.insert(out.end(), data->begin() + static_cast<std::ptrdiff_t>(axis) + 1, data->end());
+  const int64_t bits = ctx.attrs.get_int("bits", 4);
+  if (ctx.dtype(0) == DType::kU8 && bits > 0 && bits < 8 && !out.empty()) {
+    out.back() = out.back() * DimExpr::constant(8 / bits);
+  }
+  set_output(ctx, 0, out_dtype, std::move(out));
+  return Status::ok();
+}
+
 }  // namespace
 
 void add_nn_rules(RuleTable& rules) {
@@ -605,6 +627,7 @@ void add_nn_rules(RuleTable& rules) {
   rules["Loop"] = loop_op;
   rules["Scan"] = loop_op;
   rules["com.microsoft.MatMulNBits"] = matmul_nbits;
+  rules["com.microsoft.GatherBlockQuantized"] = gather_block_quantized;
   rules["com.microsoft.SkipLayerNormalization"] = layer_norm;
   rules["com.microsoft.SkipSimplifiedLayerNormalization"] = layer_norm;
   for (const char* op : {"FastGelu", "BiasGelu", "Gelu", "QuickGelu", "RotaryEmbedding", "BiasAdd"}) {

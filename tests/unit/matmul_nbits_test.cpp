@@ -132,8 +132,31 @@ Result<std::vector<Tensor>> run_nbits_constant(const std::vector<const Tensor*>&
   for (const Tensor* t : inputs) dtypes.push_back(t ? t->dtype() : DType::kUndefined);
   kernels::KernelInit init{node, dtypes, constants, nullptr};
   EMBER_ASSIGN_OR_RETURN(auto kernel, kernels::create_kernel(init));
-  *packed_bytes = kernels::matmul_nbits_packed_bytes(*kernel);
+  *packed_bytes = kernel->packed_bytes();
   return kernels::evaluate(*kernel, inputs, 1);
+}
+
+// accuracy_level 4 computes with A quantized as ONNX Runtime's MLAS does
+// (QuantizeARow_CompInt8): per row and block, amax = max |a|, q =
+// nearbyint(a * (127 / amax)) in f32, value q * (amax / 127). Returns A with
+// every element replaced by that value (products with the weights are then
+// exact in double, so the reference needs no integer form).
+std::vector<double> int8_activations(const Case& c, const std::vector<double>& a) {
+  std::vector<double> out(a.size());
+  for (size_t row = 0; row * c.k < a.size(); ++row) {
+    for (int64_t k0 = 0; k0 < c.k; k0 += c.block) {
+      const int64_t k1 = std::min(k0 + c.block, c.k);
+      float amax = 0.0f;
+      for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(static_cast<float>(a[row * c.k + k])));
+      const float inverse = amax != 0.0f ? 127.0f / amax : 0.0f;
+      const float scale = amax / 127.0f;
+      for (int64_t k = k0; k < k1; ++k) {
+        const float q = std::nearbyint(static_cast<float>(a[row * c.k + k]) * inverse);
+        out[row * c.k + k] = static_cast<double>(q) * scale;
+      }
+    }
+  }
+  return out;
 }
 
 void check_case(const Case& c, uint32_t seed = 1, bool constant_weights = false) {
@@ -149,9 +172,9 @@ void check_case(const Case& c, uint32_t seed = 1, bool constant_weights = false)
   auto r = constant_weights ? run_nbits_constant(inputs, attrs_of(c), &packed_bytes) : run_nbits(inputs, attrs_of(c));
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   if (constant_weights) {
-    // 4-bit f32: 16-column tiles of codes, f32 scales and u8 or f32 zero points per block.
+    // 4-bit f32: 16-column tiles of codes, f32 scales and u8, f32 or no zero points per block.
     const int64_t kb = (c.k + c.block - 1) / c.block;
-    const int64_t zp_bytes = c.zp == Zp::kFloat ? 4 : 1;
+    const int64_t zp_bytes = c.zp == Zp::kFloat ? 4 : c.zp == Zp::kPacked ? 1 : 0;
     const bool packs = c.bits == 4 && c.dtype == DType::kF32;
     EXPECT_EQ(packed_bytes, packs ? (c.n + 15) / 16 * kb * 16 * (c.block / 2 + 4 + zp_bytes) : 0);
   }
@@ -162,14 +185,16 @@ void check_case(const Case& c, uint32_t seed = 1, bool constant_weights = false)
   ASSERT_EQ(y.dtype(), c.dtype);
   const int64_t kb = (c.k + c.block - 1) / c.block;
   const int64_t m = shape_numel(c.a_lead);
+  const bool int8 = c.accuracy_level == 4 && c.zp != Zp::kFloat;  // float zero points: f32 at every level
+  const std::vector<double> a = int8 ? int8_activations(c, q.a) : q.a;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
       double sum = 0, magnitude = 0;
       for (int64_t k = 0; k < c.k; ++k) {
         const int64_t blk = j * kb + k / c.block;
         const double w = (q.codes[j * kb * c.block + k] - q.zps[blk]) * q.scales[blk];
-        sum += q.a[i * c.k + k] * w;
-        magnitude += std::fabs(q.a[i * c.k + k] * w);
+        sum += a[i * c.k + k] * w;
+        magnitude += std::fabs(a[i * c.k + k] * w);
       }
       if (c.bias) sum += q.bias[j];
       // f32 accumulation over K terms: a few ulps of the sum of magnitudes; f16
@@ -299,12 +324,39 @@ TEST(MatMulNBits, Float16) {
   }
 }
 
-TEST(MatMulNBits, EveryAccuracyLevelComputesInFloat) {
+// Levels 0-3 compute in f32; level 4 with int8 activations (f32 with float zero
+// points), on the reference and the packed path, over block sizes, K tails,
+// zero-point forms and f16.
+TEST(MatMulNBits, AccuracyLevels) {
   for (int level = 0; level <= 4; ++level) {
     Case c;
     c.accuracy_level = level;
     check_case(c);
+    check_case(c, 2, true);
   }
+  for (Zp zp : {Zp::kAbsent, Zp::kPacked, Zp::kFloat}) {
+    for (int64_t block : {16, 32, 64, 128, 256}) {
+      for (int64_t k : {16, 33, 129, 1000}) {
+        for (int bits : {4, 8}) {
+          Case c;
+          c.accuracy_level = 4;
+          c.zp = zp;
+          c.block = block;
+          c.k = k;
+          c.bits = bits;
+          c.n = 37;
+          c.bias = true;
+          check_case(c, 10);
+          check_case(c, 11, true);
+        }
+      }
+    }
+  }
+  Case half;
+  half.accuracy_level = 4;
+  half.dtype = DType::kF16;
+  half.k = 300;
+  check_case(half, 12);
 }
 
 // Runs a case with one input replaced or one attribute overridden and expects
@@ -531,6 +583,126 @@ TEST(MatMulNBitsPacked, MicrokernelPropagatesNanAndInf) {
         }
       }
     }
+  }
+}
+
+}  // namespace
+}  // namespace ember
+
+namespace ember {
+namespace {
+
+// accuracy_level 4 microkernels: the quantizer and the int8 x 4-bit kernel of
+// every ISA give the bits of the reference loop nbits_dot_q8_ref over the file
+// layout (same integer sums, same float operations in the same order), for
+// row counts around the 4-row register block and column tails.
+TEST(MatMulNBitsPacked, Int8MicrokernelsEveryIsaBitExact) {
+  uint32_t seed = 40;
+  for (Zp zp : {Zp::kAbsent, Zp::kPacked, Zp::kFloat}) {
+    for (int64_t block : {16, 32, 64, 256}) {
+      for (int64_t k : {16, 17, 33, 200, 1000}) {
+        for (int64_t n : {1, 15, 16, 17, 64, 65, 129}) {
+          for (int64_t rows : {1, 3, 4, 5, 9}) {
+            Case c;
+            c.zp = zp;
+            c.block = block;
+            c.k = k;
+            c.n = n;
+            c.a_lead = {rows};
+            c.bias = (n & 1) != 0;
+            Quantized q = quantize(c, ++seed);
+            const quant::NBitsWeights w = weights_of(c, q);
+            const quant::NBitsPacked packed = quant::nbits_pack_q4(w);
+            const quant::NBitsPackedGeometry& g = packed.geometry;
+            const int64_t padded = g.k_blocks * g.block_size;
+            std::vector<float> a(q.a.begin(), q.a.end()), bias(q.bias.begin(), q.bias.end());
+            std::vector<int8_t> q_ref(rows * padded);
+            std::vector<float> s_ref(rows * g.k_blocks);
+            std::vector<int32_t> sum_ref(rows * g.k_blocks);
+            quant::nbits_table(Isa::kScalar)
+                .quantize_rows_q8(a.data(), k, rows, g, q_ref.data(), s_ref.data(), sum_ref.data());
+            std::vector<float> want(rows * n);
+            for (int64_t r = 0; r < rows; ++r) {
+              for (int64_t j = 0; j < n; ++j) want[r * n + j] = c.bias ? bias[j] : 0.0f;
+              quant::nbits_dot_q8_ref(w, q_ref.data() + r * padded, s_ref.data() + r * g.k_blocks,
+                                      sum_ref.data() + r * g.k_blocks, 0, n, want.data() + r * n);
+            }
+            for (Isa isa : available_isas()) {
+              SCOPED_TRACE(testing::Message() << isa_name(isa) << " K=" << k << " N=" << n << " block=" << block
+                                              << " rows=" << rows << " zp=" << static_cast<int>(zp));
+              const quant::NBitsTable& t = quant::nbits_table(isa);
+              std::vector<int8_t> qa(rows * padded, 99);
+              std::vector<float> sa(rows * g.k_blocks);
+              std::vector<int32_t> suma(rows * g.k_blocks);
+              t.quantize_rows_q8(a.data(), k, rows, g, qa.data(), sa.data(), suma.data());
+              ASSERT_EQ(qa, q_ref);
+              ASSERT_EQ(std::memcmp(sa.data(), s_ref.data(), sa.size() * sizeof(float)), 0);
+              ASSERT_EQ(suma, sum_ref);
+              // y with a row stride past N and a sentinel after each row.
+              std::vector<float> y(rows * (n + 1), -7.0f);
+              t.q8_q4_gemm({qa.data(), sa.data(), suma.data()}, rows, static_cast<const uint8_t*>(packed.bytes.data()),
+                           g, n, c.bias ? bias.data() : nullptr, y.data(), n + 1);
+              for (int64_t r = 0; r < rows; ++r) {
+                ASSERT_EQ(std::memcmp(y.data() + r * (n + 1), want.data() + r * n, n * sizeof(float)), 0)
+                    << "row " << r;
+                ASSERT_EQ(y[r * (n + 1) + n], -7.0f);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// A NaN or infinity in a block of A gives that block a NaN scale, so every
+// output of its row is NaN and other rows are untouched.
+TEST(MatMulNBitsPacked, Int8ActivationsNonFiniteRowIsNan) {
+  for (float special : {NAN, INFINITY, -INFINITY}) {
+    for (bool constant : {false, true}) {
+      Case c;
+      c.accuracy_level = 4;
+      c.k = 100;
+      c.n = 20;
+      c.a_lead = {2};
+      Quantized q = quantize(c, 13);
+      q.a_t.data_as<float>()[c.k + 37] = special;
+      std::vector<const Tensor*> inputs = {&q.a_t, &q.b_t, &q.scales_t};
+      int64_t packed_bytes = 0;
+      auto r = constant ? run_nbits_constant(inputs, attrs_of(c), &packed_bytes) : run_nbits(inputs, attrs_of(c));
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      const float* y = r.value()[0].data_as<float>();
+      for (int64_t j = 0; j < c.n; ++j) {
+        EXPECT_TRUE(std::isfinite(y[j])) << "row 0 column " << j;
+        EXPECT_TRUE(std::isnan(y[c.n + j])) << "row 1 column " << j;
+      }
+    }
+  }
+}
+
+TEST(MatMulNBitsPacked, Int8ActivationsOneAndTwoThreadsAgreeBitForBit) {
+  Case c;
+  c.accuracy_level = 4;
+  c.k = 896;
+  c.n = 1000;
+  c.zp = Zp::kPacked;
+  c.bias = true;
+  for (Shape lead : {Shape{1}, Shape{37}}) {
+    c.a_lead = lead;
+    Quantized q = quantize(c, 14);
+    std::vector<const Tensor*> inputs = {&q.a_t, &q.b_t, &q.scales_t, &q.zp_t, nullptr, &q.bias_t};
+    std::vector<std::vector<float>> outs;
+    for (int threads : {1, 2}) {
+      threading::ScopedThreadLimit limit(threads);
+      int64_t packed_bytes = 0;
+      auto r = run_nbits_constant(inputs, attrs_of(c), &packed_bytes);
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      outs.push_back(test::values_of<float>(r.value()[0]));
+    }
+    auto reference = run_nbits(inputs, attrs_of(c));
+    ASSERT_TRUE(reference.is_ok());
+    EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)), 0);
+    EXPECT_EQ(test::values_of<float>(reference.value()[0]), outs[0]) << "packed and reference paths differ";
   }
 }
 

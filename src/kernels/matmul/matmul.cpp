@@ -61,6 +61,7 @@ Result<std::unique_ptr<OpKernel>> create_matmul(const KernelInit& init) {
   EMBER_RETURN_IF_ERROR(require_inputs(init, 2));
   const DType a = init.input_dtypes[0], b = init.input_dtypes[1];
   if (a != b) return invalid_argument("A is {} but B is {}", dtype_name(a), dtype_name(b));
+  if (a == DType::kF16 || a == DType::kBF16) return create_matmul_lowp(init);
   if (!dtype_is_float(a) && !dtype_is_int(a)) return not_implemented("dtype {} is not supported", dtype_name(a));
   return std::unique_ptr<OpKernel>(std::make_unique<MatMulKernel>(a));
 }

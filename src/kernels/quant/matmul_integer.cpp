@@ -3,6 +3,7 @@
 
 #include "kernels/matmul/matmul_geometry.h"
 #include "kernels/quant/integer_gemm.h"
+#include "kernels/quant/qgemm_driver.h"
 #include "kernels/quant/quant_ops.h"
 
 namespace ember::kernels {
@@ -40,9 +41,25 @@ void matmul_integer_batched(const MatMulGeometry& g, const Tensor& a, const Tens
   });
 }
 
+// The prepacked path: constant 2-D B and a constant (or absent) B zero point.
+void matmul_integer_packed(const quant::QGemmTable& table, const quant::QGemmWeights& w, const MatMulGeometry& g,
+                           const Tensor& a, const Tensor* a_zp, Tensor& y) {
+  quant::QGemmA qa;
+  qa.is_signed = a.dtype() == DType::kI8;
+  qa.m = g.m;
+  qa.zp = a_zp ? static_cast<const uint8_t*>(a_zp->data()) : nullptr;
+  qa.zp_stride = a_zp && a_zp->numel() > 1 ? 1 : 0;
+  const auto* a_data = static_cast<const uint8_t*>(a.data());
+  for_each_batch(g, [&](int64_t ai, int64_t, int64_t ci) {
+    qa.data = a_data + ai * g.m * g.k;
+    quant::run_qgemm(table, w, qa, nullptr, y.data_as<int32_t>() + ci * g.m * g.n);
+  });
+}
+
 class MatMulIntegerKernel final : public OpKernel {
  public:
-  MatMulIntegerKernel(DType a_type, DType b_type) : a_type_(a_type), b_type_(b_type) {}
+  MatMulIntegerKernel(DType a_type, DType b_type, std::unique_ptr<quant::QGemmWeights> packed)
+      : a_type_(a_type), b_type_(b_type), packed_(std::move(packed)), table_(&quant::qgemm_table()) {}
 
   Status infer(KernelContext& ctx) const override {
     EMBER_ASSIGN_OR_RETURN(MatMulGeometry g, matmul_geometry(ctx.input(0).shape(), ctx.input(1).shape()));
@@ -59,6 +76,10 @@ class MatMulIntegerKernel final : public OpKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     Tensor& y = ctx.output(0);
+    if (packed_) {
+      matmul_integer_packed(*table_, *packed_, g, a, a_zp, y);
+      return Status::ok();
+    }
     const bool a_u8 = a_type_ == DType::kU8, b_u8 = b_type_ == DType::kU8;
     if (a_u8 && b_u8) matmul_integer_batched<uint8_t, uint8_t>(g, a, a_zp, b, b_zp, y);
     if (a_u8 && !b_u8) matmul_integer_batched<uint8_t, int8_t>(g, a, a_zp, b, b_zp, y);
@@ -67,9 +88,28 @@ class MatMulIntegerKernel final : public OpKernel {
     return Status::ok();
   }
 
+  bool prepacked_input(size_t i) const override { return packed_ && (i == 1 || i == 3); }
+  int64_t packed_bytes() const override { return packed_ ? packed_->bytes() : 0; }
+
  private:
   DType a_type_, b_type_;
+  std::unique_ptr<quant::QGemmWeights> packed_;  // null: the reference loop
+  const quant::QGemmTable* table_;
 };
+
+// Packs a constant 2-D B whose zero point is constant or absent and per tensor
+// or per column; anything else runs the reference loop.
+std::unique_ptr<quant::QGemmWeights> pack_constant_b(const KernelInit& init) {
+  const Tensor* b = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
+  if (!b || b->rank() != 2) return nullptr;
+  const int64_t k = b->shape()[0], n = b->shape()[1];
+  const bool has_zp = init.input_dtypes.size() > 3 && init.input_dtypes[3] != DType::kUndefined;
+  const Tensor* zp = has_zp && init.constant_inputs.size() > 3 ? init.constant_inputs[3] : nullptr;
+  if (has_zp && (!zp || zp->rank() > 2 || (zp->numel() != 1 && zp->numel() != n))) return nullptr;
+  return std::make_unique<quant::QGemmWeights>(quant::pack_qgemm_weights(
+      static_cast<const uint8_t*>(b->data()), b->dtype() == DType::kI8, k, n,
+      zp ? static_cast<const uint8_t*>(zp->data()) : nullptr, zp && zp->numel() > 1 ? 1 : 0));
+}
 
 }  // namespace
 
@@ -88,7 +128,7 @@ Result<std::unique_ptr<OpKernel>> create_matmul_integer(const KernelInit& init) 
                               dtype_name(zp), dtype_name(want));
     }
   }
-  return std::unique_ptr<OpKernel>(std::make_unique<MatMulIntegerKernel>(a, b));
+  return std::unique_ptr<OpKernel>(std::make_unique<MatMulIntegerKernel>(a, b, pack_constant_b(init)));
 }
 
 }  // namespace ember::kernels

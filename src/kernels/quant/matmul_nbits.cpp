@@ -4,10 +4,13 @@
 // 4-bit B with f32 A, B, scales and zero points constant: B is repacked at
 // creation into column tiles (nbits_ukernels.h) and run by the ISA's microkernel,
 // threads over tiles. Otherwise the reference path reads B in the file layout.
-// accuracy_level is accepted and every level computes in f32.
+// accuracy_level 4 (with integer zero points) quantizes A to int8 per row and
+// block as ONNX Runtime does and sums exact int32 products (both paths give the
+// same bits); everything else computes in f32.
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "kernels/common/convert.h"
 #include "kernels/quant/nbits_ukernels.h"
@@ -39,10 +42,19 @@ constexpr int64_t kRowReuseTiles = 4;
 // 2^16 MACs (5 tiles at K=896) 1.03 and 0.63: ranges off the four-tile groups run
 // slower single-tile calls.
 constexpr int64_t kTileGrain = kRowReuseTiles;
+// Rows of A per thread range when quantizing A for accuracy_level 4.
+constexpr int64_t kQuantizeRowGrain = 16;
+
+// The packed path's largest block: the microkernels keep one block of A on the stack.
+constexpr int64_t kMaxPackedBlock = 256;
 
 struct NBitsAttrs {
   int64_t k = 0, n = 0, block_size = 0;
   int bits = 4;
+  // accuracy_level 4 with integer zero points. ONNX Runtime computes float zero
+  // points in f32 at every level (its int8 path takes uint8 zero points only;
+  // checked against it in tests/ort/matmul_nbits_ort_test.cpp), and so do we.
+  bool int8_activations = false;
   int64_t k_blocks = 0, blob_size = 0, zp_row_bytes = 0;
 };
 
@@ -98,8 +110,10 @@ class MatMulNBitsKernel final : public OpKernel {
       : at_(attrs), a_dtype_(a_dtype), zp_dtype_(zp_dtype), packed_(std::move(packed)),
         ukernels_(&quant::nbits_table()) {}
 
-  // Bytes of the repacked weights (0 on the reference path).
-  int64_t packed_bytes() const { return packed_ ? static_cast<int64_t>(packed_->bytes.size()) : 0; }
+  int64_t packed_bytes() const override { return packed_ ? static_cast<int64_t>(packed_->bytes.size()) : 0; }
+  bool prepacked_input(size_t i) const override {
+    return packed_ && (i == kB || i == kScales || i == kZeroPoints);
+  }
 
   Status infer(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(kA);
@@ -117,16 +131,22 @@ class MatMulNBitsKernel final : public OpKernel {
   }
 
   Status run(KernelContext& ctx) const override {
+    const int64_t m = ctx.input(kA).numel() / at_.k;
+    if (m == 0) return Status::ok();
     if (packed_) {
-      run_packed(ctx);
+      if (at_.int8_activations) {
+        run_packed_q8(ctx, m);
+      } else {
+        run_packed(ctx, m);
+      }
       return Status::ok();
     }
     const NBitsWeights w = weights_of(ctx, at_, a_dtype_, zp_dtype_);
     const Tensor& a = ctx.input(kA);
-    const int64_t m = a.numel() / at_.k;
     const void* bias = ctx.has_input(kBias) ? ctx.input(kBias).data() : nullptr;
     void* y = ctx.output(0).data();
     for (int64_t row = 0; row < m; ++row) {
+      if (at_.int8_activations) quantize_row(a.data(), row);
       for (int64_t n0 = 0; n0 < at_.n; n0 += kNTile) {
         compute_tile(w, a.data(), bias, row, n0, std::min(n0 + kNTile, at_.n), y);
       }
@@ -135,17 +155,53 @@ class MatMulNBitsKernel final : public OpKernel {
   }
 
  private:
+  // Rows of A quantized for accuracy_level 4, reused across runs on a thread.
+  struct Q8Rows {
+    std::vector<int8_t> q;
+    std::vector<float> scales, a_f32;
+    std::vector<int32_t> sums;
+  };
+  static Q8Rows& q8_rows(int64_t rows, const quant::NBitsPackedGeometry& g) {
+    thread_local Q8Rows r;
+    const auto grow = [](auto& v, int64_t size) {
+      if (static_cast<int64_t>(v.size()) < size) v.resize(static_cast<size_t>(size));
+    };
+    grow(r.q, rows * g.k_blocks * g.block_size);
+    grow(r.scales, rows * g.k_blocks);
+    grow(r.sums, rows * g.k_blocks);
+    grow(r.a_f32, g.k);
+    return r;
+  }
+
+  quant::NBitsPackedGeometry row_geometry() const {
+    quant::NBitsPackedGeometry g;
+    g.k = at_.k;
+    g.block_size = at_.block_size;
+    g.k_blocks = at_.k_blocks;
+    return g;
+  }
+
+  // Reference path: row `row` of A (f16 converted) into this thread's Q8Rows.
+  void quantize_row(const void* a, int64_t row) const {
+    const quant::NBitsPackedGeometry g = row_geometry();
+    Q8Rows& r = q8_rows(1, g);
+    const float* a_f32 = static_cast<const float*>(a) + row * at_.k;
+    if (a_dtype_ == DType::kF16) {
+      convert_table().f16_to_f32(static_cast<const uint16_t*>(a) + row * at_.k, r.a_f32.data(), at_.k);
+      a_f32 = r.a_f32.data();
+    }
+    ukernels_->quantize_rows_q8(a_f32, at_.k, 1, g, r.q.data(), r.scales.data(), r.sums.data());
+  }
+
   // f32 A over the packed tiles: threads split the column tiles, so every
   // output sums in the same order for any thread count.
-  void run_packed(KernelContext& ctx) const {
+  void run_packed(KernelContext& ctx, int64_t m) const {
     const float* a = ctx.input(kA).data_as<float>();
-    const int64_t m = ctx.input(kA).numel() / at_.k;
     const float* bias = ctx.has_input(kBias) ? ctx.input(kBias).data_as<float>() : nullptr;
     float* y = ctx.output(0).data_as<float>();
     const quant::NBitsPackedGeometry& g = packed_->geometry;
     const uint8_t* tiles = static_cast<const uint8_t*>(packed_->bytes.data());
     const int64_t num_tiles = (at_.n + kNBitsTileCols - 1) / kNBitsTileCols;
-    if (m == 0) return;
     threading::parallel_for(num_tiles, kTileGrain, [&](int64_t t_begin, int64_t t_end) {
       for (int64_t t0 = t_begin; t0 < t_end; t0 += kRowReuseTiles) {
         const int64_t col = t0 * kNBitsTileCols;
@@ -158,32 +214,58 @@ class MatMulNBitsKernel final : public OpKernel {
     });
   }
 
-  // Y[row, n0 .. n1) = A[row, :] . W[n0 .. n1, :]^T + bias, accumulated in f32
-  // over K in chunks of kNBitsKChunk.
+  // accuracy_level 4 over the packed tiles: rows of A quantized first (threads
+  // over rows), then threads over column tiles, each running every row over
+  // its kRowReuseTiles tiles while they sit in L2.
+  void run_packed_q8(KernelContext& ctx, int64_t m) const {
+    const float* a = ctx.input(kA).data_as<float>();
+    const float* bias = ctx.has_input(kBias) ? ctx.input(kBias).data_as<float>() : nullptr;
+    float* y = ctx.output(0).data_as<float>();
+    const quant::NBitsPackedGeometry& g = packed_->geometry;
+    const uint8_t* tiles = static_cast<const uint8_t*>(packed_->bytes.data());
+    const int64_t num_tiles = (at_.n + kNBitsTileCols - 1) / kNBitsTileCols;
+    Q8Rows& r = q8_rows(m, g);
+    const int64_t padded = g.k_blocks * g.block_size;
+    threading::parallel_for(m, kQuantizeRowGrain, [&](int64_t r_begin, int64_t r_end) {
+      ukernels_->quantize_rows_q8(a + r_begin * at_.k, at_.k, r_end - r_begin, g, r.q.data() + r_begin * padded,
+                                  r.scales.data() + r_begin * g.k_blocks, r.sums.data() + r_begin * g.k_blocks);
+    });
+    const quant::NBitsQ8Rows rows{r.q.data(), r.scales.data(), r.sums.data()};
+    threading::parallel_for(num_tiles, kTileGrain, [&](int64_t t_begin, int64_t t_end) {
+      for (int64_t t0 = t_begin; t0 < t_end; t0 += kRowReuseTiles) {
+        const int64_t col = t0 * kNBitsTileCols;
+        const int64_t cols = std::min(std::min(t_end, t0 + kRowReuseTiles) * kNBitsTileCols, at_.n) - col;
+        ukernels_->q8_q4_gemm(rows, m, tiles + t0 * g.tile_bytes, g, cols, bias ? bias + col : nullptr, y + col,
+                              at_.n);
+      }
+    });
+  }
+
+  // Y[row, n0 .. n1) = A[row, :] . W[n0 .. n1, :]^T + bias: accumulated in f32
+  // over K in chunks of kNBitsKChunk, or (accuracy_level 4) from the bias over
+  // the row quantize_row left in this thread's Q8Rows.
   void compute_tile(const NBitsWeights& w, const void* a, const void* bias, int64_t row, int64_t n0, int64_t n1,
                     void* y) const {
     const bool f16 = a_dtype_ == DType::kF16;
     const ConvertTable& cvt = convert_table();
     float acc[kNTile] = {};
-    float a_chunk[kNBitsKChunk];
-    float tail[kNTile];
     const int64_t cols = n1 - n0;
-    for (int64_t k0 = 0; k0 < at_.k; k0 += kNBitsKChunk) {
-      const int64_t k1 = std::min(k0 + kNBitsKChunk, at_.k);
-      const float* a_f32 = static_cast<const float*>(a) + row * at_.k + k0;
-      if (f16) {
-        cvt.f16_to_f32(static_cast<const uint16_t*>(a) + row * at_.k + k0, a_chunk, k1 - k0);
-        a_f32 = a_chunk;
+    if (bias && f16) cvt.f16_to_f32(static_cast<const uint16_t*>(bias) + n0, acc, cols);
+    if (bias && !f16) std::copy_n(static_cast<const float*>(bias) + n0, cols, acc);
+    if (at_.int8_activations) {
+      const Q8Rows& r = q8_rows(1, row_geometry());
+      quant::nbits_dot_q8_ref(w, r.q.data(), r.scales.data(), r.sums.data(), n0, n1, acc);
+    } else {
+      float a_chunk[kNBitsKChunk];
+      for (int64_t k0 = 0; k0 < at_.k; k0 += kNBitsKChunk) {
+        const int64_t k1 = std::min(k0 + kNBitsKChunk, at_.k);
+        const float* a_f32 = static_cast<const float*>(a) + row * at_.k + k0;
+        if (f16) {
+          cvt.f16_to_f32(static_cast<const uint16_t*>(a) + row * at_.k + k0, a_chunk, k1 - k0);
+          a_f32 = a_chunk;
+        }
+        quant::nbits_dot_f32_ref(w, a_f32, k0, k1, n0, n1, acc);
       }
-      quant::nbits_dot_f32_ref(w, a_f32, k0, k1, n0, n1, acc);
-    }
-    if (bias) {
-      if (f16) {
-        cvt.f16_to_f32(static_cast<const uint16_t*>(bias) + n0, tail, cols);
-      } else {
-        std::copy_n(static_cast<const float*>(bias) + n0, cols, tail);
-      }
-      for (int64_t j = 0; j < cols; ++j) acc[j] += tail[j];
     }
     if (f16) {
       cvt.f32_to_f16(acc, static_cast<uint16_t*>(y) + row * at_.n + n0, cols);
@@ -220,6 +302,7 @@ Result<NBitsAttrs> read_attrs(const ir::Node& node) {
     return invalid_argument("accuracy_level={} must be in 0..4", accuracy_level);
   }
   at.bits = static_cast<int>(bits);
+  at.int8_activations = accuracy_level == 4;
   at.k_blocks = (at.k + at.block_size - 1) / at.block_size;
   at.blob_size = at.block_size * at.bits / 8;
   at.zp_row_bytes = quant::nbits_zp_row_bytes(at.k_blocks, at.bits);
@@ -264,7 +347,8 @@ Result<DType> check_dtypes(const KernelInit& init) {
 Result<std::optional<NBitsPacked>> prepack(const KernelInit& init, const NBitsAttrs& at, DType zp_dtype) {
   const auto constant = [&](size_t i) { return i < init.constant_inputs.size() && init.constant_inputs[i]; };
   const bool zp_ready = input_dtype(init, kZeroPoints) == DType::kUndefined || constant(kZeroPoints);
-  if (at.bits != 4 || init.input_dtypes[kA] != DType::kF32 || !constant(kB) || !constant(kScales) || !zp_ready) {
+  if (at.bits != 4 || at.block_size > kMaxPackedBlock || init.input_dtypes[kA] != DType::kF32 || !constant(kB) ||
+      !constant(kScales) || !zp_ready) {
     return std::optional<NBitsPacked>();
   }
   const KernelContext constants(init.constant_inputs, {});
@@ -274,14 +358,10 @@ Result<std::optional<NBitsPacked>> prepack(const KernelInit& init, const NBitsAt
 
 }  // namespace
 
-int64_t matmul_nbits_packed_bytes(const OpKernel& kernel) {
-  const auto* k = dynamic_cast<const MatMulNBitsKernel*>(&kernel);
-  return k ? k->packed_bytes() : -1;
-}
-
 Result<std::unique_ptr<OpKernel>> create_matmul_nbits(const KernelInit& init) {
   EMBER_ASSIGN_OR_RETURN(DType zp_dtype, check_dtypes(init));
   EMBER_ASSIGN_OR_RETURN(NBitsAttrs attrs, read_attrs(init.node));
+  attrs.int8_activations = attrs.int8_activations && (zp_dtype == DType::kUndefined || zp_dtype == DType::kU8);
   EMBER_ASSIGN_OR_RETURN(std::optional<NBitsPacked> packed, prepack(init, attrs, zp_dtype));
   return std::unique_ptr<OpKernel>(
       std::make_unique<MatMulNBitsKernel>(attrs, init.input_dtypes[kA], zp_dtype, std::move(packed)));

@@ -1,6 +1,7 @@
-// 4-bit GEMV over packed column tiles, 16 columns a zmm. Up to four tiles run
-// together so one broadcast of a[k] feeds four FMAs, and each tile keeps two
-// chains (even and odd k) for eight independent FMA chains in flight.
+// 4-bit GEMV over packed column tiles, 16 columns a zmm, and the int8
+// quantization of A for accuracy_level 4. Up to four tiles run together so one
+// broadcast of a[k] feeds four FMAs; each tile keeps two chains (low and high
+// nibbles) for eight independent FMA chains in flight.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -12,117 +13,127 @@ namespace ember::kernels::quant {
 namespace {
 
 constexpr int kMaxTiles = 4;
+constexpr int64_t kMaxBlock = 256;  // the largest block_size the packed path takes (matmul_nbits.cpp)
 
 __mmask16 column_mask(int64_t remaining) {
-  return remaining >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << remaining) - 1u);
+  return remaining >= 16 ? static_cast<__mmask16>(0xffff)
+                         : remaining <= 0 ? static_cast<__mmask16>(0)
+                                          : static_cast<__mmask16>((1u << remaining) - 1u);
 }
 
-__m512 load_zero_points(const uint8_t* zps, bool float_zero_points) {
-  if (float_zero_points) return _mm512_loadu_ps(zps);
-  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(zps))));
+__m512 load_zero_points(const uint8_t* zps, NBitsZeroPoints kind) {
+  switch (kind) {
+    case NBitsZeroPoints::kF32:
+      return _mm512_loadu_ps(zps);
+    case NBitsZeroPoints::kU8:
+      return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(zps))));
+    case NBitsZeroPoints::kDefault:
+      break;
+  }
+  return _mm512_set1_ps(static_cast<float>(kNBitsDefaultZeroPoint));
 }
 
-// Exact form of one block: (sum a . (codes - zp)) for tiles [0, NT), used where
+// The nibbles of k = 8o + j (low, j < 4) or 8o + j (high, j >= 4) of an octet,
+// one per 32-bit lane in the low 4 bits (higher bits are garbage).
+template <int J>
+__m512i nibbles(__m512i octet) {
+  constexpr int kShift = (J % 4) * 8 + (J < 4 ? 0 : 4);
+  if constexpr (kShift == 0) {
+    return octet;
+  } else {
+    return _mm512_srli_epi32(octet, kShift);
+  }
+}
+
+// Exact form of one block: sum a . (codes - zp) for tiles [0, NT), used where
 // the factored form of block_dots is not finite (an infinite or NaN a, or an
 // overflow the factored terms make and these would not).
 template <int NT>
-void block_dots_exact(const float* ab, int64_t len, const uint8_t* base, const NBitsPackedGeometry& g,
-                      __m512* dots) {
-  const int64_t code_bytes = g.block_size / 2 * 16;
+void block_dots_exact(const float* ab, int64_t octets, const uint8_t* base, const NBitsPackedGeometry& g,
+                      const __m512* zp, __m512* dots) {
   const __m512i low_nibble = _mm512_set1_epi32(0xF);
-  __m512 zp[NT], even[NT], odd[NT];
-#pragma GCC unroll 4
-  for (int t = 0; t < NT; ++t) {
-    zp[t] = load_zero_points(base + t * g.tile_bytes + code_bytes + 64, g.float_zero_points);
-    even[t] = _mm512_setzero_ps();
-    odd[t] = _mm512_setzero_ps();
-  }
-  const int64_t pairs = len / 2;
-  for (int64_t i = 0; i < pairs; ++i) {
-    const __m512 a0 = _mm512_set1_ps(ab[2 * i]);
-    const __m512 a1 = _mm512_set1_ps(ab[2 * i + 1]);
-#pragma GCC unroll 4
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t o = 0; o < octets; ++o) {
     for (int t = 0; t < NT; ++t) {
-      const __m512i q =
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + t * g.tile_bytes + i * 16)));
-      even[t] = _mm512_fmadd_ps(a0, _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_and_si512(q, low_nibble)), zp[t]), even[t]);
-      odd[t] = _mm512_fmadd_ps(a1, _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(q, 4)), zp[t]), odd[t]);
+      const __m512i x = _mm512_loadu_si512(base + t * g.tile_bytes + o * 64);
+      for (int j = 0; j < 8; ++j) {
+        const int shift = (j % 4) * 8 + (j < 4 ? 0 : 4);
+        const __m512 code = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(x, shift), low_nibble));
+        acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(ab[o * 8 + j]), _mm512_sub_ps(code, zp[t]), acc[t]);
+      }
     }
   }
-  if (len & 1) {
-    const __m512 a0 = _mm512_set1_ps(ab[len - 1]);
-#pragma GCC unroll 4
-    for (int t = 0; t < NT; ++t) {
-      const __m512i q = _mm512_cvtepu8_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + t * g.tile_bytes + pairs * 16)));
-      even[t] = _mm512_fmadd_ps(a0, _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_and_si512(q, low_nibble)), zp[t]), even[t]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int t = 0; t < NT; ++t) dots[t] = _mm512_add_ps(even[t], odd[t]);
+  for (int t = 0; t < NT; ++t) dots[t] = acc[t];
 }
 
 // sum a . (codes - zp) = sum a . codes - zp * sum a: the zero point costs one FMA
 // per column block instead of a subtract per code, and a nibble becomes a float
 // by one vpermps over the table 0..15 (vpermps reads only the index's low 4
-// bits, so the low nibble needs no mask).
+// bits, so no mask is needed).
 template <int NT>
-void block_dots(const float* ab, int64_t len, const uint8_t* base, const NBitsPackedGeometry& g, __m512* dots) {
-  const int64_t code_bytes = g.block_size / 2 * 16;
+void block_dots(const float* ab, int64_t octets, const uint8_t* base, const NBitsPackedGeometry& g, __m512* dots) {
   const __m512 codes_f32 = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   __m512 a_sum = _mm512_setzero_ps();
-  for (int64_t i = 0; i < len; i += 16) {
-    a_sum = _mm512_add_ps(a_sum, _mm512_maskz_loadu_ps(column_mask(len - i), ab + i));
+  for (int64_t i = 0; i < octets * 8; i += 16) {
+    a_sum = _mm512_add_ps(a_sum, _mm512_maskz_loadu_ps(column_mask(octets * 8 - i), ab + i));
   }
   const __m512 neg_a_sum = _mm512_set1_ps(-_mm512_reduce_add_ps(a_sum));
-  __m512 even[NT], odd[NT];
-#pragma GCC unroll 4
+  __m512 low[NT], high[NT];
   for (int t = 0; t < NT; ++t) {
-    even[t] = _mm512_setzero_ps();
-    odd[t] = _mm512_setzero_ps();
+    low[t] = _mm512_setzero_ps();
+    high[t] = _mm512_setzero_ps();
   }
-  const int64_t pairs = len / 2;
-  for (int64_t i = 0; i < pairs; ++i) {
-    const __m512 a0 = _mm512_set1_ps(ab[2 * i]);
-    const __m512 a1 = _mm512_set1_ps(ab[2 * i + 1]);
-#pragma GCC unroll 4
-    for (int t = 0; t < NT; ++t) {
-      const __m512i q =
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + t * g.tile_bytes + i * 16)));
-      even[t] = _mm512_fmadd_ps(a0, _mm512_permutexvar_ps(q, codes_f32), even[t]);
-      odd[t] = _mm512_fmadd_ps(a1, _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), codes_f32), odd[t]);
-    }
+  for (int64_t o = 0; o < octets; ++o) {
+    const float* ao = ab + o * 8;
+    __m512i x[NT];
+    for (int t = 0; t < NT; ++t) x[t] = _mm512_loadu_si512(base + t * g.tile_bytes + o * 64);
+#define EMBER_NBITS_STEP(J)                                                                                      \
+  {                                                                                                            \
+    const __m512 a_lo = _mm512_set1_ps(ao[J]);                                                                 \
+    const __m512 a_hi = _mm512_set1_ps(ao[J + 4]);                                                             \
+    for (int t = 0; t < NT; ++t) {                                                                             \
+      low[t] = _mm512_fmadd_ps(a_lo, _mm512_permutexvar_ps(nibbles<J>(x[t]), codes_f32), low[t]);              \
+      high[t] = _mm512_fmadd_ps(a_hi, _mm512_permutexvar_ps(nibbles<J + 4>(x[t]), codes_f32), high[t]);        \
+    }                                                                                                          \
   }
-  if (len & 1) {
-    const __m512 a0 = _mm512_set1_ps(ab[len - 1]);
-#pragma GCC unroll 4
-    for (int t = 0; t < NT; ++t) {
-      const __m512i q = _mm512_cvtepu8_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + t * g.tile_bytes + pairs * 16)));
-      even[t] = _mm512_fmadd_ps(a0, _mm512_permutexvar_ps(q, codes_f32), even[t]);
-    }
+    EMBER_NBITS_STEP(0)
+    EMBER_NBITS_STEP(1)
+    EMBER_NBITS_STEP(2)
+    EMBER_NBITS_STEP(3)
+#undef EMBER_NBITS_STEP
   }
+  const int64_t code_bytes = g.block_size / kNBitsOctetK * 64;
+  __m512 zp[NT];
   __mmask16 finite = 0xffff;
-#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) {
-    const __m512 zp = load_zero_points(base + t * g.tile_bytes + code_bytes + 64, g.float_zero_points);
-    dots[t] = _mm512_fmadd_ps(zp, neg_a_sum, _mm512_add_ps(even[t], odd[t]));
+    zp[t] = load_zero_points(base + t * g.tile_bytes + code_bytes + 64, g.zero_points);
+    dots[t] = _mm512_fmadd_ps(zp[t], neg_a_sum, _mm512_add_ps(low[t], high[t]));
     // fpclass 0x99: QNaN, SNaN, +Inf, -Inf.
     finite &= static_cast<__mmask16>(~_mm512_fpclass_ps_mask(dots[t], 0x99));
   }
-  if (finite != 0xffff) block_dots_exact<NT>(ab, len, base, g, dots);
+  if (finite != 0xffff) block_dots_exact<NT>(ab, octets, base, g, zp, dots);
 }
 
-// y[t] += sum over the blocks of tile t of a . (codes - zp) * scale.
+// y[t] += sum over the blocks of tile t of a . (codes - zp) * scale. The last
+// block's A is copied into a zero-padded buffer when K ends inside it, so every
+// block runs whole octets.
 template <int NT>
 void accumulate_tiles(const float* a, const uint8_t* tile0, const NBitsPackedGeometry& g, __m512* y) {
-  const int64_t code_bytes = g.block_size / 2 * 16;
+  const int64_t code_bytes = g.block_size / kNBitsOctetK * 64;
+  alignas(64) float tail[kMaxBlock];
   for (int64_t b = 0; b < g.k_blocks; ++b) {
     const uint8_t* base = tile0 + b * g.block_bytes;
     const int64_t len = g.k - b * g.block_size < g.block_size ? g.k - b * g.block_size : g.block_size;
+    const float* ab = a + b * g.block_size;
+    if (len < g.block_size) {
+      for (int64_t i = 0; i < g.block_size; i += 16) {
+        _mm512_store_ps(tail + i, _mm512_maskz_loadu_ps(column_mask(len - i), ab + i));
+      }
+      ab = tail;
+    }
     __m512 dots[NT];
-    block_dots<NT>(a + b * g.block_size, len, base, g, dots);
-#pragma GCC unroll 4
+    block_dots<NT>(ab, (len + 7) / 8, base, g, dots);
     for (int t = 0; t < NT; ++t) {
       y[t] = _mm512_fmadd_ps(dots[t], _mm512_loadu_ps(base + t * g.tile_bytes + code_bytes), y[t]);
     }
@@ -165,8 +176,48 @@ void f32_q4_gemv_avx512_t4(const float* a, const uint8_t* tiles, const NBitsPack
   }
 }
 
+// Per row and block: amax with a NaN/Inf flag, then q = cvt(a * (127 / amax))
+// (round-half-even under the default MXCSR, as nearbyint), packed to bytes.
+void quantize_rows_q8_avx512(const float* a, int64_t lda, int64_t rows, const NBitsPackedGeometry& g, int8_t* q,
+                             float* scales, int32_t* sums) {
+  const int64_t padded = g.k_blocks * g.block_size;
+  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  const __m512 inf = _mm512_set1_ps(__builtin_inff());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < g.k_blocks; ++b) {
+      const float* ab = a + r * lda + b * g.block_size;
+      int8_t* qb = q + r * padded + b * g.block_size;
+      const int64_t len = g.k - b * g.block_size < g.block_size ? g.k - b * g.block_size : g.block_size;
+      __m512 amax = _mm512_setzero_ps();
+      __mmask16 nonfinite = 0;
+      for (int64_t i = 0; i < g.block_size; i += 16) {
+        const __m512 v = _mm512_and_ps(_mm512_maskz_loadu_ps(column_mask(len - i), ab + i), abs_mask);
+        nonfinite |= _mm512_cmp_ps_mask(v, inf, _CMP_NLT_UQ);  // |v| >= inf or unordered
+        amax = _mm512_max_ps(amax, v);
+      }
+      const float m = _mm512_reduce_max_ps(amax);
+      __m512i sum = _mm512_setzero_si512();
+      if (nonfinite == 0) {
+        const __m512 inverse = _mm512_set1_ps(m != 0.0f ? 127.0f / m : 0.0f);
+        for (int64_t i = 0; i < g.block_size; i += 16) {
+          const __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(column_mask(len - i), ab + i), inverse));
+          sum = _mm512_add_epi32(sum, v);
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + i), _mm512_cvtepi32_epi8(v));
+        }
+      } else {
+        for (int64_t i = 0; i < g.block_size; i += 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + i), _mm_setzero_si128());
+      }
+      scales[r * g.k_blocks + b] = nonfinite == 0 ? m / 127.0f : __builtin_nanf("");
+      sums[r * g.k_blocks + b] = _mm512_reduce_add_epi32(sum);
+    }
+  }
+}
+
 }  // namespace
 
-void fill_nbits_avx512(NBitsTable& t) { t.f32_q4_gemv = f32_q4_gemv_avx512_t4; }
+void fill_nbits_avx512(NBitsTable& t) {
+  t.f32_q4_gemv = f32_q4_gemv_avx512_t4;
+  t.quantize_rows_q8 = quantize_rows_q8_avx512;
+}
 
 }  // namespace ember::kernels::quant

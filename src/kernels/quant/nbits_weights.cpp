@@ -1,5 +1,7 @@
 #include "kernels/quant/nbits_weights.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace ember::kernels::quant {
@@ -28,24 +30,28 @@ float zero_point(const NBitsWeights& w, int64_t n, int64_t block) {
   }
 }
 
-// Fills block `block` of the tile holding columns [n0, n0 + kNBitsTileCols).
-void pack_q4_block(const NBitsWeights& w, int64_t n0, int64_t block, uint8_t* out) {
-  const int64_t groups = w.block_size / 2;
+// Fills block `block` of the tile holding columns [n0, n0 + kNBitsTileCols);
+// codes past K and columns past N stay zero.
+void pack_q4_block(const NBitsWeights& w, const NBitsPackedGeometry& g, int64_t n0, int64_t block, uint8_t* out) {
+  const int64_t len = std::min(w.block_size, w.k - block * w.block_size);
   for (int64_t c = 0; c < kNBitsTileCols && n0 + c < w.n; ++c) {
-    const int64_t n = n0 + c;
-    const uint8_t* blob = w.packed + (n * w.k_blocks + block) * w.blob_size;
-    for (int64_t i = 0; i < groups; ++i) out[i * kNBitsTileCols + c] = blob[i];
+    const uint8_t* blob = w.packed + ((n0 + c) * w.k_blocks + block) * w.blob_size;
+    for (int64_t i = 0; i < len; ++i) {
+      const int64_t octet = i / kNBitsOctetK, within = i % kNBitsOctetK;
+      uint8_t& byte = out[octet * 64 + c * 4 + within % 4];
+      byte = static_cast<uint8_t>(byte | code_at(blob, i, 4) << (within < 4 ? 0 : 4));
+    }
   }
-  float* scales = reinterpret_cast<float*>(out + groups * kNBitsTileCols);
-  uint8_t* zps = out + groups * kNBitsTileCols + kNBitsTileCols * sizeof(float);
+  uint8_t* meta = out + w.block_size / kNBitsOctetK * 64;
   for (int64_t c = 0; c < kNBitsTileCols; ++c) {
     const int64_t n = n0 + c;
     const float scale = n < w.n ? read_float(w.scale_dtype, w.scales, n * w.k_blocks + block) : 0.0f;
+    std::memcpy(meta + c * sizeof(float), &scale, sizeof(float));
     const float zp = n < w.n ? zero_point(w, n, block) : 0.0f;
-    std::memcpy(scales + c, &scale, sizeof(float));
-    if (w.zp_dtype == DType::kF32 || w.zp_dtype == DType::kF16) {
+    uint8_t* zps = meta + kNBitsTileCols * sizeof(float);
+    if (g.zero_points == NBitsZeroPoints::kF32) {
       std::memcpy(zps + c * sizeof(float), &zp, sizeof(float));
-    } else {
+    } else if (g.zero_points == NBitsZeroPoints::kU8) {
       zps[c] = static_cast<uint8_t>(zp);
     }
   }
@@ -59,9 +65,13 @@ NBitsPacked nbits_pack_q4(const NBitsWeights& w) {
   g.k = w.k;
   g.block_size = w.block_size;
   g.k_blocks = w.k_blocks;
-  g.float_zero_points = w.zp_dtype == DType::kF32 || w.zp_dtype == DType::kF16;
-  const int64_t zp_bytes = kNBitsTileCols * (g.float_zero_points ? sizeof(float) : 1);
-  g.block_bytes = w.block_size / 2 * kNBitsTileCols + kNBitsTileCols * sizeof(float) + zp_bytes;
+  g.zero_points = w.zp_dtype == DType::kUndefined ? NBitsZeroPoints::kDefault
+                  : w.zp_dtype == DType::kU8      ? NBitsZeroPoints::kU8
+                                                  : NBitsZeroPoints::kF32;
+  const int64_t zp_bytes = g.zero_points == NBitsZeroPoints::kF32  ? kNBitsTileCols * sizeof(float)
+                           : g.zero_points == NBitsZeroPoints::kU8 ? kNBitsTileCols
+                                                                   : 0;
+  g.block_bytes = w.block_size / kNBitsOctetK * 64 + kNBitsTileCols * sizeof(float) + zp_bytes;
   g.tile_bytes = g.k_blocks * g.block_bytes;
   p.n = w.n;
   const int64_t tiles = (w.n + kNBitsTileCols - 1) / kNBitsTileCols;
@@ -70,7 +80,7 @@ NBitsPacked nbits_pack_q4(const NBitsWeights& w) {
   std::memset(out, 0, p.bytes.size());
   for (int64_t t = 0; t < tiles; ++t) {
     for (int64_t b = 0; b < w.k_blocks; ++b) {
-      pack_q4_block(w, t * kNBitsTileCols, b, out + t * g.tile_bytes + b * g.block_bytes);
+      pack_q4_block(w, g, t * kNBitsTileCols, b, out + t * g.tile_bytes + b * g.block_bytes);
     }
   }
   return p;
@@ -101,6 +111,22 @@ void nbits_dot_f32_ref(const NBitsWeights& w, const float* a, int64_t k_begin, i
     float sum = 0.0f;
     for (int64_t i = 0; i < len; ++i) sum += a[i] * row[i];
     acc[n - n_begin] += sum;
+  }
+}
+
+void nbits_dot_q8_ref(const NBitsWeights& w, const int8_t* q, const float* a_scales, const int32_t* sums,
+                      int64_t n_begin, int64_t n_end, float* acc) {
+  for (int64_t n = n_begin; n < n_end; ++n) {
+    float sum = acc[n - n_begin];
+    for (int64_t b = 0; b < w.k_blocks; ++b) {
+      const uint8_t* blob = w.packed + (n * w.k_blocks + b) * w.blob_size;
+      const int64_t len = std::min(w.block_size, w.k - b * w.block_size);
+      int32_t dot = 0;
+      for (int64_t i = 0; i < len; ++i) dot += q[b * w.block_size + i] * code_at(blob, i, w.bits);
+      const float centered = std::fma(-zero_point(w, n, b), static_cast<float>(sums[b]), static_cast<float>(dot));
+      sum = std::fma(centered, a_scales[b] * read_float(w.scale_dtype, w.scales, n * w.k_blocks + b), sum);
+    }
+    acc[n - n_begin] = sum;
   }
 }
 

@@ -40,6 +40,13 @@ inline constexpr int64_t kNBitsKChunk = 256;
 void nbits_dot_f32_ref(const NBitsWeights& w, const float* a, int64_t k_begin, int64_t k_end, int64_t n_begin,
                        int64_t n_end, float* acc);
 
+// acc[j] = fma over blocks of (a_scale * scale) * (sum_k q[k] * code[n, k] -
+// zero_point * sums[block]), n = n_begin + j: accuracy_level 4 on rows of A
+// quantized by NBitsTable::quantize_rows_q8, with the float operations of the
+// packed microkernels (so both paths give the same bits). acc starts as the bias.
+void nbits_dot_q8_ref(const NBitsWeights& w, const int8_t* q, const float* a_scales, const int32_t* sums,
+                      int64_t n_begin, int64_t n_end, float* acc);
+
 // 4-bit weights repacked into the column-tile layout of nbits_ukernels.h.
 struct NBitsPacked {
   NBitsPackedGeometry geometry;

@@ -6,10 +6,16 @@ namespace ember::kernels {
 
 // MatMulInteger (matmul_integer.cpp).
 Result<std::unique_ptr<OpKernel>> create_matmul_integer(const KernelInit& init);
+// QLinearMatMul (qlinear_matmul.cpp).
+Result<std::unique_ptr<OpKernel>> create_qlinear_matmul(const KernelInit& init);
+// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (quantize_linear.cpp).
+Result<std::unique_ptr<OpKernel>> create_quantize_linear(const KernelInit& init);
+Result<std::unique_ptr<OpKernel>> create_dequantize_linear(const KernelInit& init);
+Result<std::unique_ptr<OpKernel>> create_dynamic_quantize_linear(const KernelInit& init);
 // com.microsoft MatMulNBits (matmul_nbits.cpp).
 Result<std::unique_ptr<OpKernel>> create_matmul_nbits(const KernelInit& init);
-// Bytes of a MatMulNBits kernel's repacked weights: 0 when it runs the reference
-// path (B not constant, 8-bit codes or f16 A), -1 when `kernel` is another op.
-int64_t matmul_nbits_packed_bytes(const OpKernel& kernel);
+
+// com.microsoft GatherBlockQuantized (gather_block_quantized.cpp).
+Result<std::unique_ptr<OpKernel>> create_gather_block_quantized(const KernelInit& init);
 
 }  // namespace ember::kernels

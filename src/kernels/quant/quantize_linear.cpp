@@ -1,0 +1,278 @@
+// QuantizeLinear, DequantizeLinear (opsets 10-21: per tensor, per axis and
+// blocked) and DynamicQuantizeLinear, computed as ONNX Runtime's MLAS does:
+//   Q:  y = round_half_even(clamp(x / scale, qmin - zp, qmax - zp)) + zp in f32
+//       (a NaN quotient clamps to qmin, as MAXPS returns its second operand);
+//   DQ: y = float(int32(x) - int32(zp)) * scale in f32, rounded once to the
+//       scale's type.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "kernels/common/shape_util.h"
+#include "kernels/quant/quant_ops.h"
+#include "threading/thread_pool.h"
+
+namespace ember::kernels {
+namespace {
+
+// Elements per parallel_for chunk: Q of f32 to u8 runs at ~1.5 ns an element on
+// one Zen 5 core, so 16384 elements (~25 us) outweigh a pool hand-off (~2 us).
+constexpr int64_t kQuantGrain = 16384;
+
+// Scale (and zero point) of element (o, a, i) of x viewed as [outer, axis_len,
+// inner]: o * s_outer + (a / block) * s_axis + i * s_inner.
+struct QuantLayout {
+  int64_t outer = 1, axis_len = 1, inner = 1;
+  int64_t s_outer = 0, s_axis = 0, s_inner = 0, block = 1;
+};
+
+Result<QuantLayout> quant_layout(const Shape& x, const Tensor& scale, const Tensor* zp, int64_t axis_attr,
+                                 int64_t block_size) {
+  if (zp && zp->shape() != scale.shape()) {
+    return invalid_argument("zero point {} and scale {} differ in shape", zp->describe(), scale.describe());
+  }
+  QuantLayout l;
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if (block_size <= 0 && scale.rank() <= 1 && scale.numel() == 1) {
+    l.inner = shape_numel(x);
+    return l;
+  }
+  EMBER_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_attr, rank));
+  const auto ax = static_cast<size_t>(axis);
+  for (size_t d = 0; d < x.size(); ++d) (d < ax ? l.outer : d > ax ? l.inner : l.axis_len) *= x[d];
+  if (block_size <= 0) {
+    if (scale.rank() != 1 || scale.numel() != l.axis_len) {
+      return invalid_argument("scale {} must have one value per index of axis {} ({})", scale.describe(), axis,
+                              l.axis_len);
+    }
+    l.s_axis = 1;
+    return l;
+  }
+  const int64_t blocks = (l.axis_len + block_size - 1) / block_size;
+  bool ok = scale.rank() == rank;
+  for (size_t d = 0; ok && d < x.size(); ++d) ok = scale.shape()[d] == (d == ax ? blocks : x[d]);
+  if (!ok) {
+    return invalid_argument("scale {} does not match input {} in blocks of {} along axis {}", scale.describe(),
+                            shape_to_string(x), block_size, axis);
+  }
+  l.block = block_size;
+  l.s_inner = 1;
+  l.s_axis = l.inner;
+  l.s_outer = blocks * l.inner;
+  return l;
+}
+
+float to_f32(float v) { return v; }
+float to_f32(Float16 v) { return static_cast<float>(v); }
+float to_f32(BFloat16 v) { return static_cast<float>(v); }
+float to_f32(int32_t v) { return static_cast<float>(v); }
+
+template <typename TY>
+TY quantize_one(float x, float scale, int32_t zp) {
+  const float lo = static_cast<float>(static_cast<int32_t>(std::numeric_limits<TY>::lowest()) - zp);
+  const float hi = static_cast<float>(static_cast<int32_t>(std::numeric_limits<TY>::max()) - zp);
+  float v = x / scale;
+  v = v > lo ? v : lo;
+  v = v < hi ? v : hi;
+  return static_cast<TY>(static_cast<int32_t>(std::nearbyint(v)) + zp);
+}
+
+// Calls fn(x_index, scale_index) over x, split over threads by outer rows.
+template <typename Fn>
+void for_each_quant(const QuantLayout& l, Fn&& fn) {
+  const int64_t row = l.axis_len * l.inner;
+  const int64_t grain = std::max<int64_t>(1, kQuantGrain / std::max<int64_t>(row, 1));
+  const auto rows = [&](int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o) {
+      for (int64_t a = 0; a < l.axis_len; ++a) {
+        const int64_t base = o * l.s_outer + (a / l.block) * l.s_axis;
+        const int64_t x0 = (o * l.axis_len + a) * l.inner;
+        for (int64_t i = 0; i < l.inner; ++i) fn(x0 + i, base + i * l.s_inner);
+      }
+    }
+  };
+  if (l.outer == 1 && l.axis_len == 1) {
+    // Per tensor: split the one row by elements instead.
+    threading::parallel_for(l.inner, kQuantGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) fn(i, 0);
+    });
+    return;
+  }
+  threading::parallel_for(l.outer, grain, rows);
+}
+
+int32_t zp_at(const Tensor* zp, int64_t i) {
+  if (!zp) return 0;
+  int32_t v = 0;
+  EMBER_SWITCH_INT(zp->dtype(), T, { v = static_cast<int32_t>(zp->data_as<T>()[i]); }, break);
+  return v;
+}
+
+float scale_at(const Tensor& s, int64_t i) {
+  if (s.dtype() == DType::kF16) return static_cast<float>(s.data_as<Float16>()[i]);
+  if (s.dtype() == DType::kBF16) return static_cast<float>(s.data_as<BFloat16>()[i]);
+  return s.data_as<float>()[i];
+}
+
+class QuantizeKernel final : public OpKernel {
+ public:
+  QuantizeKernel(DType x_type, DType y_type, int64_t axis, int64_t block)
+      : x_type_(x_type), y_type_(y_type), axis_(axis), block_(block) {}
+
+  Status infer(KernelContext& ctx) const override {
+    const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    EMBER_RETURN_IF_ERROR(quant_layout(ctx.input(0).shape(), ctx.input(1), zp, axis_, block_).status());
+    ctx.set_output(0, y_type_, ctx.input(0).shape());
+    return Status::ok();
+  }
+
+  Status run(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& scale = ctx.input(1);
+    const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    EMBER_ASSIGN_OR_RETURN(QuantLayout l, quant_layout(x.shape(), scale, zp, axis_, block_));
+    Tensor& y = ctx.output(0);
+    const auto go = [&]<typename TX, typename TY>() {
+      const TX* xs = x.data_as<TX>();
+      TY* ys = y.data_as<TY>();
+      for_each_quant(l, [&](int64_t xi, int64_t si) {
+        ys[xi] = quantize_one<TY>(to_f32(xs[xi]), scale_at(scale, si), zp_at(zp, si));
+      });
+    };
+    const auto by_y = [&]<typename TX>() {
+      switch (y_type_) {
+        case DType::kU8: go.template operator()<TX, uint8_t>(); break;
+        case DType::kI8: go.template operator()<TX, int8_t>(); break;
+        case DType::kU16: go.template operator()<TX, uint16_t>(); break;
+        default: go.template operator()<TX, int16_t>(); break;
+      }
+    };
+    switch (x_type_) {
+      case DType::kF32: by_y.template operator()<float>(); break;
+      case DType::kF16: by_y.template operator()<Float16>(); break;
+      case DType::kBF16: by_y.template operator()<BFloat16>(); break;
+      default: by_y.template operator()<int32_t>(); break;
+    }
+    return Status::ok();
+  }
+
+ private:
+  DType x_type_, y_type_;
+  int64_t axis_, block_;
+};
+
+class DequantizeKernel final : public OpKernel {
+ public:
+  DequantizeKernel(DType x_type, DType y_type, int64_t axis, int64_t block)
+      : x_type_(x_type), y_type_(y_type), axis_(axis), block_(block) {}
+
+  Status infer(KernelContext& ctx) const override {
+    const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    EMBER_RETURN_IF_ERROR(quant_layout(ctx.input(0).shape(), ctx.input(1), zp, axis_, block_).status());
+    ctx.set_output(0, y_type_, ctx.input(0).shape());
+    return Status::ok();
+  }
+
+  Status run(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& scale = ctx.input(1);
+    const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    EMBER_ASSIGN_OR_RETURN(QuantLayout l, quant_layout(x.shape(), scale, zp, axis_, block_));
+    Tensor& y = ctx.output(0);
+    EMBER_SWITCH_INT(x_type_, TX, {
+      const TX* xs = x.data_as<TX>();
+      for_each_quant(l, [&](int64_t xi, int64_t si) {
+        const float v = static_cast<float>(static_cast<int32_t>(xs[xi]) - zp_at(zp, si)) * scale_at(scale, si);
+        if (y_type_ == DType::kF16) y.data_as<Float16>()[xi] = Float16(v);
+        else if (y_type_ == DType::kBF16) y.data_as<BFloat16>()[xi] = BFloat16(v);
+        else y.data_as<float>()[xi] = v;
+      });
+    }, break);
+    return Status::ok();
+  }
+
+ private:
+  DType x_type_, y_type_;
+  int64_t axis_, block_;
+};
+
+// y_scale = (max(x, 0) - min(x, 0)) / 255 (1 when that range is empty, as ONNX
+// Runtime does instead of dividing by zero), y_zero_point = round_half_even(
+// clamp(0 - min / y_scale, 0, 255)), then Q with those.
+class DynamicQuantizeKernel final : public OpKernel {
+ public:
+  Status infer(KernelContext& ctx) const override {
+    ctx.set_output(0, DType::kU8, ctx.input(0).shape());
+    ctx.set_output(1, DType::kF32, Shape{});
+    ctx.set_output(2, DType::kU8, Shape{});
+    return Status::ok();
+  }
+
+  Status run(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const float* xs = x.data_as<float>();
+    const int64_t n = x.numel();
+    float lo = 0.0f, hi = 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      lo = xs[i] < lo ? xs[i] : lo;
+      hi = xs[i] > hi ? xs[i] : hi;
+    }
+    const float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+    const float initial_zp = 0.0f - lo / scale;
+    const float clamped = std::max(0.0f, std::min(255.0f, initial_zp));
+    const auto zp = static_cast<uint8_t>(std::nearbyint(clamped));
+    uint8_t* ys = ctx.output(0).data_as<uint8_t>();
+    threading::parallel_for(n, kQuantGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) ys[i] = quantize_one<uint8_t>(xs[i], scale, zp);
+    });
+    if (ctx.has_output(1)) *ctx.output(1).data_as<float>() = scale;
+    if (ctx.has_output(2)) *ctx.output(2).data_as<uint8_t>() = zp;
+    return Status::ok();
+  }
+};
+
+bool is_float(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+}  // namespace
+
+Result<std::unique_ptr<OpKernel>> create_quantize_linear(const KernelInit& init) {
+  EMBER_RETURN_IF_ERROR(require_inputs(init, 2));
+  ir::AttrReader attrs(init.node);
+  const int64_t axis = attrs.get_int("axis", 1), block = attrs.get_int("block_size", 0);
+  const int64_t out_attr = attrs.get_int("output_dtype", 0);
+  EMBER_RETURN_IF_ERROR(attrs.status());
+  const DType x = init.input_dtypes[0], s = init.input_dtypes[1];
+  const bool has_zp = init.input_dtypes.size() > 2 && init.input_dtypes[2] != DType::kUndefined;
+  const DType y = has_zp ? init.input_dtypes[2] : out_attr != 0 ? static_cast<DType>(out_attr) : DType::kU8;
+  if ((!is_float(x) && x != DType::kI32) || !is_float(s)) {
+    return not_implemented("QuantizeLinear of {} with {} scale", dtype_name(x), dtype_name(s));
+  }
+  if (y != DType::kU8 && y != DType::kI8 && y != DType::kU16 && y != DType::kI16) {
+    return not_implemented("QuantizeLinear to {}", dtype_name(y));
+  }
+  return std::unique_ptr<OpKernel>(std::make_unique<QuantizeKernel>(x, y, axis, block));
+}
+
+Result<std::unique_ptr<OpKernel>> create_dequantize_linear(const KernelInit& init) {
+  EMBER_RETURN_IF_ERROR(require_inputs(init, 2));
+  ir::AttrReader attrs(init.node);
+  const int64_t axis = attrs.get_int("axis", 1), block = attrs.get_int("block_size", 0);
+  EMBER_RETURN_IF_ERROR(attrs.status());
+  const DType x = init.input_dtypes[0], s = init.input_dtypes[1];
+  const bool int_x = x == DType::kU8 || x == DType::kI8 || x == DType::kU16 || x == DType::kI16 || x == DType::kI32;
+  if (!int_x || !is_float(s)) {
+    return not_implemented("DequantizeLinear of {} with {} scale", dtype_name(x), dtype_name(s));
+  }
+  return std::unique_ptr<OpKernel>(std::make_unique<DequantizeKernel>(x, s, axis, block));
+}
+
+Result<std::unique_ptr<OpKernel>> create_dynamic_quantize_linear(const KernelInit& init) {
+  EMBER_RETURN_IF_ERROR(require_inputs(init, 1));
+  if (init.input_dtypes[0] != DType::kF32) {
+    return not_implemented("DynamicQuantizeLinear of {} (float only)", dtype_name(init.input_dtypes[0]));
+  }
+  return std::unique_ptr<OpKernel>(std::make_unique<DynamicQuantizeKernel>());
+}
+
+}  // namespace ember::kernels
