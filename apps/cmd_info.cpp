@@ -47,6 +47,9 @@ void print_optimized(std::shared_ptr<ir::Graph> graph) {
   }
   const ir::Graph& g = (*session)->graph();
   fmt::print("optimized: {} nodes (from {})\n", g.nodes.size(), original);
+  const runtime::ExecutorStats stats = (*session)->stats();
+  fmt::print("prepacked weights: {} bytes in kernel layouts, replacing {} bytes of initializers\n", stats.packed_bytes,
+             stats.released_bytes);
   for (const ir::Node& node : g.nodes) {
     const ir::Attribute* body = node.find_attr("body");
     if (node.domain != kernels::kEmberDomain || node.op_type != kernels::kFusedElementwiseOp || !body || !body->g) continue;

@@ -1,12 +1,6 @@
 #include "onnx/tensor_proto.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <vector>
@@ -194,33 +188,6 @@ Result<Tensor> load_external(const TensorFields& t, DType dtype, const Shape& sh
 }
 
 }  // namespace
-
-Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return io_error("cannot open '{}': {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return io_error("'{}' is not a regular file", path);
-  }
-  std::shared_ptr<MappedFile> file(new MappedFile());
-  if (st.st_size > 0) {
-    void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      return io_error("cannot map '{}': {}", path, std::strerror(err));
-    }
-    file->data_ = static_cast<const uint8_t*>(p);
-    file->size_ = static_cast<size_t>(st.st_size);
-  }
-  ::close(fd);
-  return file;
-}
-
-MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
-}
 
 ExternalData::ExternalData(const std::string& base_dir) : base_dir_(base_dir.empty() ? "." : base_dir) {}
 

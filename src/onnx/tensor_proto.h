@@ -8,27 +8,13 @@
 #include <span>
 #include <string>
 
+#include "base/mapped_file.h"
 #include "base/status.h"
 #include "base/tensor.h"
 #include "onnx/model_loader.h"
 #include "onnx/proto_wire.h"
 
 namespace ember::onnx {
-
-// A read-only memory map of a whole file (empty files map to an empty span).
-class MappedFile {
- public:
-  static Result<std::shared_ptr<MappedFile>> open(const std::string& path);
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  ~MappedFile();
-  std::span<const uint8_t> bytes() const { return {data_, size_}; }
-
- private:
-  MappedFile() = default;
-  const uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 // Resolves TensorProto external data against one folder, mapping each file once.
 class ExternalData {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/mapped_file.h"
 #include "kernels/registry.h"
 
 namespace ember::runtime {
@@ -56,7 +57,7 @@ class SubgraphExecutor : public kernels::CompiledSubgraph {
 Executor::~Executor() = default;
 
 Result<std::unique_ptr<Executor>> Executor::create(std::shared_ptr<const ir::Graph> graph,
-                                                   std::vector<ir::ValueId> inputs) {
+                                                   std::vector<ir::ValueId> inputs, ir::Graph* owned) {
   std::unique_ptr<Executor> e(new Executor());
   e->graph_ = std::move(graph);
   e->inputs_ = std::move(inputs);
@@ -86,6 +87,7 @@ Result<std::unique_ptr<Executor>> Executor::create(std::shared_ptr<const ir::Gra
     }
     if (!known) continue;
     EMBER_RETURN_IF_ERROR(e->kernel(static_cast<ir::NodeId>(i), in_dtypes).status());
+    if (owned) e->release_prepacked_inputs(*owned, static_cast<ir::NodeId>(i));
     for (ir::ValueId out : node.outputs) {
       if (out != ir::kNoValue && e->graph_->value(out).dtype != DType::kUndefined) {
         dtype[static_cast<size_t>(out)] = e->graph_->value(out).dtype;
@@ -156,9 +158,33 @@ Result<std::shared_ptr<Executor::PlanEntry>> Executor::find_or_build_plan(std::s
   return entry;
 }
 
+void Executor::release_prepacked_inputs(ir::Graph& owned, ir::NodeId n) {
+  const ir::Node& node = owned.node(n);
+  for (ir::ValueId id : node.inputs) {
+    if (id == ir::kNoValue) continue;
+    ir::Value& v = owned.value(id);
+    if (!v.constant || !v.constant->data() || v.is_graph_input || v.is_graph_output) continue;
+    bool all_packed = true;
+    for (ir::NodeId c : v.consumers) {
+      const kernels::OpKernel* k = kernels_[static_cast<size_t>(c)].load(std::memory_order_acquire);
+      const ir::Node& reader = owned.node(c);
+      for (size_t slot = 0; all_packed && slot < reader.inputs.size(); ++slot) {
+        if (reader.inputs[slot] != id) continue;
+        all_packed = k && slot < reader.num_explicit_inputs && k->prepacked_input(slot);
+      }
+    }
+    if (!all_packed) continue;
+    released_bytes_ += v.constant->nbytes();
+    release_mapped_pages(v.constant->data(), v.constant->nbytes());
+    v.constant = Tensor(v.constant->dtype(), v.constant->shape(), nullptr);
+  }
+}
+
 ExecutorStats Executor::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   ExecutorStats s;
+  s.released_bytes = released_bytes_;
+  for (const auto& k : owned_kernels_) s.packed_bytes += k ? static_cast<size_t>(k->packed_bytes()) : 0;
   s.plans_built = plans_built_;
   s.plans_cached = plans_.size();
   if (!plans_.empty()) {

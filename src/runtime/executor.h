@@ -22,8 +22,13 @@ class Executor : public kernels::SubgraphCompiler {
   // `inputs`: the values fed by the caller, in order (graph inputs, or a
   // subgraph's outer references). Creates every kernel whose input dtypes are
   // known now; the rest are created when a run first sees their dtypes.
+  // `owned`: the same graph, mutable, when the executor is its only user (a
+  // session's graph): then a constant every reader prepacked at creation
+  // (OpKernel::prepacked_input) loses its data right after the last reader is
+  // created, and its file pages leave resident memory, so peak memory stays
+  // near the weights' size instead of twice it.
   static Result<std::unique_ptr<Executor>> create(std::shared_ptr<const ir::Graph> graph,
-                                                  std::vector<ir::ValueId> inputs);
+                                                  std::vector<ir::ValueId> inputs, ir::Graph* owned = nullptr);
   ~Executor() override;
 
   // `inputs[i]` may be nullptr for a value with a default. Outputs in graph order.
@@ -42,6 +47,8 @@ class Executor : public kernels::SubgraphCompiler {
   // The kernel of node `n`, created on first use; an error if it was built for other dtypes.
   Result<const kernels::OpKernel*> kernel(ir::NodeId n, std::span<const DType> input_dtypes) const;
   Result<const kernels::OpKernel*> create_kernel(ir::NodeId n, std::span<const DType> input_dtypes) const;
+  // Drops the data of node n's constant inputs that every reader has prepacked.
+  void release_prepacked_inputs(ir::Graph& owned, ir::NodeId n);
   Result<std::shared_ptr<PlanEntry>> find_or_build_plan(std::span<const Tensor* const> inputs) const;
   std::unique_ptr<RunState> acquire_state(PlanEntry& entry) const;
   void release_state(PlanEntry& entry, std::unique_ptr<RunState> state) const;
@@ -55,6 +62,7 @@ class Executor : public kernels::SubgraphCompiler {
   mutable std::vector<std::atomic<const kernels::OpKernel*>> kernels_;
   mutable std::vector<std::vector<DType>> kernel_dtypes_;  // the input dtypes each kernel was built for
   mutable std::mutex kernel_mutex_;
+  size_t released_bytes_ = 0;  // constant data dropped after prepacking
   mutable std::mutex mutex_;  // plans_ and their free RunStates
   mutable std::vector<std::shared_ptr<PlanEntry>> plans_;  // most recent first
   mutable size_t plans_built_ = 0;

@@ -11,6 +11,10 @@ struct ExecutorStats {
   size_t arena_bytes = 0;   // one arena holds every intermediate
   size_t steps = 0;         // nodes run per run (plan-time-evaluated nodes excluded)
   size_t dynamic_steps = 0; // nodes whose shapes are only known while running
+  // Weights kernels hold in their own layouts (OpKernel::packed_bytes), and
+  // the initializer bytes dropped because every reader had prepacked them.
+  size_t packed_bytes = 0;
+  size_t released_bytes = 0;
 };
 
 }  // namespace ember::runtime

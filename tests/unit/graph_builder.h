@@ -1,5 +1,7 @@
 #pragma once
 // Builds ir::Graphs directly in tests (no file round trip).
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
 #include <vector>

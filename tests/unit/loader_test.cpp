@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 
+#include "base/mapped_file.h"
 #include "onnx/model_loader.h"
 
 namespace ember::onnx {
@@ -481,6 +482,49 @@ TEST(Npy, ReadsVersion2AndRejectsWhatItCannotHold) {
   EXPECT_FALSE(read_npy_file((dir.path / "big.npy").string()));
   EXPECT_FALSE(read_npy_file((dir.path / "short.npy").string()));
   EXPECT_FALSE(write_npy_file((dir.path / "bf.npy").string(), Tensor::allocate(DType::kBF16, {1})));
+}
+
+}  // namespace
+}  // namespace ember::onnx
+
+namespace ember::onnx {
+namespace {
+
+// Resident pages of this process (file-backed ones included), from /proc/self/statm.
+size_t resident_pages() {
+  std::ifstream statm("/proc/self/statm");
+  size_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident;
+}
+
+// Pages of a mapped file leave this process's resident memory and read back
+// unchanged from the file; memory that is not a live map is left alone.
+TEST(MappedFileTest, ReleasedPagesLeaveResidentMemoryAndReadBack) {
+  TempDir dir;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t pages = 4096;
+  std::string data(pages * page, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131 % 251);
+  dir.write("weights.bin", data);
+  auto file = MappedFile::open((dir.path / "weights.bin").string());
+  ASSERT_TRUE(file.is_ok()) << file.status().to_string();
+  const uint8_t* bytes = (*file)->bytes().data();
+  const size_t before_touch = resident_pages();
+  uint64_t sum = 0;
+  for (size_t i = 0; i < data.size(); i += page) sum += bytes[i];  // fault every page in
+  ASSERT_GT(sum, 0u);
+  const size_t touched = resident_pages();
+  EXPECT_GE(touched, before_touch + pages * 9 / 10);
+  // A range starting mid-page: only the whole pages inside it go.
+  EXPECT_EQ(release_mapped_pages(bytes + page / 2, (pages - 1) * page), (pages - 2) * page);
+  EXPECT_LE(resident_pages(), touched - pages * 9 / 10);
+  EXPECT_EQ(std::memcmp(bytes, data.data(), data.size()), 0);
+  // Heap memory, and a range running past the map, are not released.
+  std::vector<uint8_t> heap(data.begin(), data.begin() + 16 * page);
+  EXPECT_EQ(release_mapped_pages(heap.data(), heap.size()), 0u);
+  EXPECT_EQ(std::memcmp(heap.data(), data.data(), heap.size()), 0);
+  EXPECT_EQ(release_mapped_pages(bytes, data.size() + page), 0u);
 }
 
 }  // namespace

@@ -12,7 +12,9 @@
 #include "kernels/quant/nbits_ukernels.h"
 #include "kernels/quant/nbits_weights.h"
 #include "kernels/quant/quant_ops.h"
+#include "runtime/session.h"
 #include "threading/thread_pool.h"
+#include "unit/graph_builder.h"
 #include "unit/op_test_util.h"
 
 namespace ember {
@@ -703,6 +705,52 @@ TEST(MatMulNBitsPacked, Int8ActivationsOneAndTwoThreadsAgreeBitForBit) {
     ASSERT_TRUE(reference.is_ok());
     EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)), 0);
     EXPECT_EQ(test::values_of<float>(reference.value()[0]), outs[0]) << "packed and reference paths differ";
+  }
+}
+
+}  // namespace
+}  // namespace ember
+
+namespace ember {
+namespace {
+
+// A session whose MatMulNBits prepacks B and scales drops their data once the
+// kernel exists (the stats count both sides), and still computes the
+// reference path's bits; a constant another node also reads keeps its data.
+TEST(MatMulNBitsSession, PrepackedInitializersAreReleased) {
+  Case c;
+  c.accuracy_level = 4;
+  c.k = 96;
+  c.n = 40;
+  c.a_lead = {2};
+  Quantized q = quantize(c, 15);
+  auto reference = run_nbits({&q.a_t, &q.b_t, &q.scales_t}, attrs_of(c));
+  ASSERT_TRUE(reference.is_ok()) << reference.status().to_string();
+  for (bool b_shared : {false, true}) {
+    SCOPED_TRACE(b_shared ? "B also read by Identity" : "B read by MatMulNBits only");
+    test::GraphBuilder gb(21);
+    gb.input("a", DType::kF32, {2, c.k}).constant("b", q.b_t.clone()).constant("scales", q.scales_t.clone());
+    gb.node("MatMulNBits", {"a", "b", "scales"}, {"y"}, attrs_of(c)).output("y");
+    if (b_shared) gb.node("Identity", {"b"}, {"b_copy"}).output("b_copy");
+    std::shared_ptr<ir::Graph> g = gb.raw();
+    g->opsets["com.microsoft"] = 1;
+    g->nodes[0].domain = "com.microsoft";
+    g->nodes[0].opset = 1;
+    auto session = runtime::Session::create(gb.build(), {.optimize = false});
+    ASSERT_TRUE(session.is_ok()) << session.status().to_string();
+    const runtime::ExecutorStats stats = (*session)->stats();
+    const int64_t kb = (c.k + c.block - 1) / c.block;
+    EXPECT_EQ(stats.packed_bytes, static_cast<size_t>((c.n + 15) / 16 * kb * (c.block / 2 * 16 + 64)));
+    const size_t released = q.scales_t.nbytes() + (b_shared ? 0 : q.b_t.nbytes());
+    EXPECT_EQ(stats.released_bytes, released);
+    const ir::Graph& graph = (*session)->graph();
+    EXPECT_EQ(graph.value(graph.find_value("b")).constant->data() == nullptr, !b_shared);
+    EXPECT_EQ(graph.value(graph.find_value("scales")).constant->data(), nullptr);
+    const runtime::NamedInput in[] = {{"a", &q.a_t}};
+    auto out = (*session)->run(in);
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    EXPECT_EQ(test::values_of<float>((*out)[0]), test::values_of<float>(reference.value()[0]));
+    if (b_shared) EXPECT_EQ(test::values_of<uint8_t>((*out)[1]), test::values_of<uint8_t>(q.b_t));
   }
 }
 
