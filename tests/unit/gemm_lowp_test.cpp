@@ -174,12 +174,14 @@ Tensor run_matmul(const Tensor& a, const Tensor& b, bool constant_b, int threads
   std::vector<const Tensor*> constants = {nullptr, constant_b ? &b : nullptr};
   kernels::KernelInit init{node, dtypes, constants, nullptr};
   auto kernel = kernels::create_kernel(init);
-  EXPECT_TRUE(kernel.ok()) << kernel.status().message();
-  if (constant_b) EXPECT_TRUE((*kernel)->prepacked_input(1));
+  EXPECT_TRUE(kernel.is_ok()) << kernel.status().message();
+  if (!kernel.is_ok()) return Tensor();
+  EXPECT_EQ(kernel.value()->prepacked_input(1), constant_b);
   std::vector<const Tensor*> inputs = {&a, &b};
-  auto out = kernels::evaluate(**kernel, inputs, 1);
-  EXPECT_TRUE(out.ok()) << out.status().message();
-  return std::move((*out)[0]);
+  auto out = kernels::evaluate(*kernel.value(), inputs, 1);
+  EXPECT_TRUE(out.is_ok()) << out.status().message();
+  if (!out.is_ok()) return Tensor();
+  return std::move(out.value()[0]);
 }
 
 // Matrices in a MatMul operand or result of rank >= 2 (1 for rank 1).

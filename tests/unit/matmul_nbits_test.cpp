@@ -756,3 +756,72 @@ TEST(MatMulNBitsSession, PrepackedInitializersAreReleased) {
 
 }  // namespace
 }  // namespace ember
+
+namespace ember {
+namespace {
+
+// The prefill kernel of every ISA against the reference loop, over row counts
+// around its 6-row block, column groups of 64 with tails, K across several
+// 128-step panels with tails, and every block size (256 makes its own panel).
+// The tolerance is check_microkernel's, sqrt(K) * rms(term) * 1e-5, plus the
+// random walk of K roundings of the running sum (each up to half an ulp of the
+// result): 4 * 2^-24 * sqrt(K) * |y|.
+TEST(MatMulNBitsPacked, PrefillKernelEveryIsaMatchesReferenceLoop) {
+  uint32_t seed = 60;
+  for (Zp zp : {Zp::kAbsent, Zp::kPacked, Zp::kFloat}) {
+    for (int64_t block : {16, 32, 128, 256}) {
+      for (int64_t k : {16, 33, 129, 300, 1000}) {
+        for (int64_t n : {1, 17, 64, 65, 150}) {
+          for (int64_t rows : {1, 5, 6, 7, 13}) {
+            Case c;
+            c.zp = zp;
+            c.block = block;
+            c.k = k;
+            c.n = n;
+            c.bias = (n & 1) != 0;
+            Quantized q = quantize(c, ++seed);
+            const quant::NBitsWeights w = weights_of(c, q);
+            const quant::NBitsPacked packed = quant::nbits_pack_q4(w);
+            std::mt19937 rng(seed);
+            std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+            const int64_t lda = k + 3;  // a row stride past K
+            std::vector<float> a(rows * lda), bias(n);
+            for (float& v : a) v = unit(rng);
+            for (int64_t j = 0; j < n; ++j) bias[j] = c.bias ? static_cast<float>(q.bias[j]) : 0.0f;
+            std::vector<float> want(rows * n, 0.0f), tol(rows * n), dequantized(k);
+            for (int64_t r = 0; r < rows; ++r) {
+              for (int64_t k0 = 0; k0 < k; k0 += quant::kNBitsKChunk) {
+                quant::nbits_dot_f32_ref(w, a.data() + r * lda + k0, k0, std::min(k, k0 + quant::kNBitsKChunk), 0, n,
+                                         want.data() + r * n);
+              }
+              for (int64_t j = 0; j < n; ++j) {
+                quant::nbits_dequantize_row(w, j, 0, k, dequantized.data());
+                double squares = 0;
+                for (int64_t i = 0; i < k; ++i) squares += std::pow(double(a[r * lda + i]) * dequantized[i], 2);
+                want[r * n + j] += bias[j];
+                tol[r * n + j] = 1e-5 * std::sqrt(squares) + 4 * std::ldexp(1.0, -24) * std::sqrt(double(k)) *
+                                                                   std::fabs(want[r * n + j]) + 1e-30;
+              }
+            }
+            for (Isa isa : available_isas()) {
+              SCOPED_TRACE(testing::Message() << isa_name(isa) << " K=" << k << " N=" << n << " block=" << block
+                                              << " rows=" << rows << " zp=" << static_cast<int>(zp));
+              std::vector<float> y(rows * (n + 1), -7.0f);
+              quant::nbits_table(isa).f32_q4_gemm(a.data(), lda, rows, static_cast<const uint8_t*>(packed.bytes.data()),
+                                                  packed.geometry, n, c.bias ? bias.data() : nullptr, y.data(), n + 1);
+              for (int64_t r = 0; r < rows; ++r) {
+                for (int64_t j = 0; j < n; ++j) {
+                  ASSERT_NEAR(y[r * (n + 1) + j], want[r * n + j], tol[r * n + j]) << "row " << r << " column " << j;
+                }
+                ASSERT_EQ(y[r * (n + 1) + n], -7.0f);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ember

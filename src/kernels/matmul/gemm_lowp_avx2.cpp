@@ -83,7 +83,8 @@ void block(const LowpGemmArgs& g, const uint16_t* a, const uint16_t* panels, uin
         __m256 even[2 * NP], odd[2 * NP];
 #pragma GCC unroll 16
         for (int h = 0; h < 2 * NP; ++h) {
-          const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bq + (h / 2) * g.panel_stride + (h % 2) * 16));
+          const uint16_t* src = bq + (h / 2) * g.panel_stride + (h % 2) * 16;
+          const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
           even[h] = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
           odd[h] = _mm256_castsi256_ps(_mm256_and_si256(w, high));
         }
@@ -104,7 +105,8 @@ void block(const LowpGemmArgs& g, const uint16_t* a, const uint16_t* panels, uin
         __m256 b[2 * NP];
 #pragma GCC unroll 16
         for (int h = 0; h < 2 * NP; ++h) {
-          b[h] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bk + (h / 2) * g.panel_stride + (h % 2) * 8)));
+          const uint16_t* src = bk + (h / 2) * g.panel_stride + (h % 2) * 8;
+          b[h] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
         }
 #pragma GCC unroll 16
         for (int r = 0; r < MR; ++r) {

@@ -19,18 +19,41 @@ namespace {
 // are one M = 1 register block at AVX-512; 64 rows reuse a unit's B from L2.
 constexpr int64_t kUnitPanels = 8;
 constexpr int64_t kUnitRows = 64;
-// Multiply-adds per thread range. Measured with ember_ab (bf16 and f16, M = 1,
-// K = 2048) at N = 256, 1024, 8192, 1 vs 2 threads: see kernel comment below.
+// Multiply-adds per thread range: one M = 1 unit at K = 2048. Measured with a
+// /tmp loop over kernels::evaluate (constant B, M = 1, K = 2048, best of 10, a
+// loaded machine): N = 256 (two ranges) takes 18.6 us on 1 thread and 11.4 us
+// on 2 for f16, 13.0 and 14.8 us for bf16; at N = 2048, 146 / 74 us (f16) and
+// 106 / 109 us (bf16: vdpbf16ps at M = 1 gained nothing from a second thread
+// on this machine, nor lost much).
 constexpr int64_t kMinRangeMacs = int64_t{1} << 18;
 // A run-time B is packed one panel at a time on the stack: 16 x 4096 x 2 bytes
 // = 128 KiB at most; deeper products take the reference path.
 constexpr int64_t kMaxStackPanelK = 4096;
 
+// A run-time B deeper than the stack panel: gemm_ref, the same f32 sums in k order.
+template <typename T>
+void matmul_reference(const MatMulGeometry& g, const Tensor& a, const Tensor& b, Tensor& c) {
+  GemmParams p;
+  p.m = g.m;
+  p.n = g.n;
+  p.k = g.k;
+  p.lda = g.k;
+  p.ldb = g.n;
+  p.ldc = g.n;
+  for_each_batch(g, [&](int64_t ai, int64_t bi, int64_t ci) {
+    gemm_ref<T>(p, a.data_as<T>() + ai * g.m * g.k, b.data_as<T>() + bi * g.k * g.n, c.data_as<T>() + ci * g.m * g.n);
+  });
+}
+
 class MatMulLowpKernel final : public OpKernel {
  public:
   // has_packed: B was constant and `packed` holds all of its matrices.
   MatMulLowpKernel(DType dtype, bool has_packed, std::vector<uint16_t> packed)
-      : bf16_(dtype == DType::kBF16), dtype_(dtype), packed_(std::move(packed)), has_packed_(has_packed), gemm_(bf16_ ? gemm_lowp_table().bf16_gemm : gemm_lowp_table().f16_gemm) {}
+      : bf16_(dtype == DType::kBF16),
+        dtype_(dtype),
+        packed_(std::move(packed)),
+        has_packed_(has_packed),
+        gemm_(bf16_ ? gemm_lowp_table().bf16_gemm : gemm_lowp_table().f16_gemm) {}
 
   bool prepacked_input(size_t i) const override { return i == 1 && has_packed_; }
   int64_t packed_bytes() const override { return static_cast<int64_t>(packed_.size() * sizeof(uint16_t)); }
@@ -44,10 +67,9 @@ class MatMulLowpKernel final : public OpKernel {
   Status run(KernelContext& ctx) const override;
 
  private:
-  void run_matrix(const LowpGemmArgs& base, int64_t rows, int64_t units_begin, int64_t units_end, int64_t row_blocks, const uint16_t* a, const uint16_t* b,
-                  uint16_t* c) const;
-  void run_unpacked_panels(LowpGemmArgs args, const uint16_t* b, int64_t ldb, int64_t p_begin,
-                           int64_t p_end) const;
+  void run_matrix(const LowpGemmArgs& base, int64_t rows, int64_t units_begin, int64_t units_end,
+                  int64_t row_blocks, const uint16_t* a, const uint16_t* b, uint16_t* c) const;
+  void run_unpacked_panels(LowpGemmArgs args, const uint16_t* b, int64_t ldb, int64_t p_begin, int64_t p_end) const;
 
   bool bf16_;
   DType dtype_;
@@ -81,25 +103,11 @@ Status MatMulLowpKernel::run(KernelContext& ctx) const {
   const int64_t batches = shape_numel(g.batch);
   if (batches == 0 || g.m == 0 || g.n == 0) return Status::ok();
   if (!has_packed_ && g.k > kMaxStackPanelK) {
-    GemmParams p;
-    p.m = g.m;
-    p.n = g.n;
-    p.k = g.k;
-    p.lda = g.k;
-    p.ldb = g.n;
-    p.ldc = g.n;
-    const auto* b = ctx.input(1).data();
-    for_each_batch(g, [&](int64_t ai, int64_t bi, int64_t ci) {
-      if (bf16_) {
-        gemm_ref<BFloat16>(p, static_cast<const BFloat16*>(ctx.input(0).data()) + ai * g.m * g.k,
-                           static_cast<const BFloat16*>(b) + bi * g.k * g.n,
-                           static_cast<BFloat16*>(ctx.output(0).data()) + ci * g.m * g.n);
-      } else {
-        gemm_ref<Float16>(p, static_cast<const Float16*>(ctx.input(0).data()) + ai * g.m * g.k,
-                          static_cast<const Float16*>(b) + bi * g.k * g.n,
-                          static_cast<Float16*>(ctx.output(0).data()) + ci * g.m * g.n);
-      }
-    });
+    if (bf16_) {
+      matmul_reference<BFloat16>(g, ctx.input(0), ctx.input(1), ctx.output(0));
+    } else {
+      matmul_reference<Float16>(g, ctx.input(0), ctx.input(1), ctx.output(0));
+    }
     return Status::ok();
   }
   const auto* b = has_packed_ ? packed_.data() : static_cast<const uint16_t*>(ctx.input(1).data());

@@ -42,6 +42,9 @@ constexpr int64_t kRowReuseTiles = 4;
 // 2^16 MACs (5 tiles at K=896) 1.03 and 0.63: ranges off the four-tile groups run
 // slower single-tile calls.
 constexpr int64_t kTileGrain = kRowReuseTiles;
+// Rows of A from which the f32 path dequantizes weights once into panels
+// shared by the rows (f32_q4_gemm) instead of decoding them per row.
+constexpr int64_t kPanelRows = 4;
 // Rows of A per thread range when quantizing A for accuracy_level 4.
 constexpr int64_t kQuantizeRowGrain = 16;
 
@@ -206,9 +209,14 @@ class MatMulNBitsKernel final : public OpKernel {
       for (int64_t t0 = t_begin; t0 < t_end; t0 += kRowReuseTiles) {
         const int64_t col = t0 * kNBitsTileCols;
         const int64_t cols = std::min(std::min(t_end, t0 + kRowReuseTiles) * kNBitsTileCols, at_.n) - col;
+        const uint8_t* group = tiles + t0 * g.tile_bytes;
+        const float* group_bias = bias ? bias + col : nullptr;
+        if (m >= kPanelRows) {
+          ukernels_->f32_q4_gemm(a, at_.k, m, group, g, cols, group_bias, y + col, at_.n);
+          continue;
+        }
         for (int64_t row = 0; row < m; ++row) {
-          ukernels_->f32_q4_gemv(a + row * at_.k, tiles + t0 * g.tile_bytes, g, cols, bias ? bias + col : nullptr,
-                                 y + row * at_.n + col);
+          ukernels_->f32_q4_gemv(a + row * at_.k, group, g, cols, group_bias, y + row * at_.n + col);
         }
       }
     });

@@ -59,6 +59,11 @@ void f32_q4_gemv_scalar(const float* a, const uint8_t* tiles, const NBitsPackedG
   }
 }
 
+void f32_q4_gemm_scalar(const float* a, int64_t lda, int64_t rows, const uint8_t* tiles, const NBitsPackedGeometry& g,
+                        int64_t cols, const float* bias, float* y, int64_t ldy) {
+  for (int64_t r = 0; r < rows; ++r) f32_q4_gemv_scalar(a + r * lda, tiles, g, cols, bias, y + r * ldy);
+}
+
 void quantize_rows_q8_scalar(const float* a, int64_t lda, int64_t rows, const NBitsPackedGeometry& g, int8_t* q,
                              float* scales, int32_t* sums) {
   const int64_t padded = g.k_blocks * g.block_size;
@@ -117,6 +122,7 @@ void q8_q4_gemm_scalar(const NBitsQ8Rows& a, int64_t rows, const uint8_t* tiles,
 
 void fill_nbits_scalar(NBitsTable& t) {
   t.f32_q4_gemv = f32_q4_gemv_scalar;
+  t.f32_q4_gemm = f32_q4_gemm_scalar;
   t.quantize_rows_q8 = quantize_rows_q8_scalar;
   t.q8_q4_gemm = q8_q4_gemm_scalar;
 }

@@ -54,6 +54,11 @@ struct NBitsTable {
   // in f32 and scaled once.
   void (*f32_q4_gemv)(const float* a, const uint8_t* tiles, const NBitsPackedGeometry& g, int64_t cols,
                       const float* bias, float* y);
+  // y[r * ldy + j] = the f32_q4_gemv result for row r of A (row stride lda),
+  // r in [0, rows): several rows share each dequantized weight, which may be
+  // rounded as (code - zero point) * scale before the products are summed.
+  void (*f32_q4_gemm)(const float* a, int64_t lda, int64_t rows, const uint8_t* tiles, const NBitsPackedGeometry& g,
+                      int64_t cols, const float* bias, float* y, int64_t ldy);
   // Quantizes `rows` rows of A (row stride lda, K = g.k) into q / scales / sums
   // laid out as NBitsQ8Rows describes.
   void (*quantize_rows_q8)(const float* a, int64_t lda, int64_t rows, const NBitsPackedGeometry& g, int8_t* q,

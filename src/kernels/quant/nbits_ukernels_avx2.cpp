@@ -88,6 +88,11 @@ void f32_q4_gemv_avx2_t1(const float* a, const uint8_t* tiles, const NBitsPacked
   }
 }
 
+void f32_q4_gemm_avx2(const float* a, int64_t lda, int64_t rows, const uint8_t* tiles, const NBitsPackedGeometry& g,
+                      int64_t cols, const float* bias, float* y, int64_t ldy) {
+  for (int64_t r = 0; r < rows; ++r) f32_q4_gemv_avx2_t1(a + r * lda, tiles, g, cols, bias, y + r * ldy);
+}
+
 int32_t horizontal_sum(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
@@ -201,6 +206,7 @@ void q8_q4_gemm_avx2(const NBitsQ8Rows& a, int64_t rows, const uint8_t* tiles, c
 
 void fill_nbits_avx2(NBitsTable& t) {
   t.f32_q4_gemv = f32_q4_gemv_avx2_t1;
+  t.f32_q4_gemm = f32_q4_gemm_avx2;
   t.quantize_rows_q8 = quantize_rows_q8_avx2;
   t.q8_q4_gemm = q8_q4_gemm_avx2;
 }

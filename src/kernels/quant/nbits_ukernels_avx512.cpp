@@ -176,6 +176,101 @@ void f32_q4_gemv_avx512_t4(const float* a, const uint8_t* tiles, const NBitsPack
   }
 }
 
+// Prefill: the weights of up to four tiles over kPanelK k-steps are dequantized
+// once into an f32 panel (row kk holds 64 columns), which a 6-row x 64-column
+// register block then streams from L1 for every group of rows: 24 accumulators,
+// 4 panel loads and 6 broadcasts per 24 FMAs.
+constexpr int kGemmRows = 6;
+constexpr int64_t kPanelK = 128;
+constexpr int64_t kPanelCols = kMaxTiles * 16;
+
+// panel[(k - k0) * 64 + 16 * t + c] = (code - zp) * scale for k in [k0, k0 + len)
+// (whole blocks: k0 and len are multiples of block_size but for K's end).
+void dequantize_panel(const uint8_t* tiles, const NBitsPackedGeometry& g, int nt, int64_t k0, int64_t len,
+                      float* panel) {
+  const __m512 codes_f32 = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const int64_t code_bytes = g.block_size / kNBitsOctetK * 64;
+  for (int t = 0; t < nt; ++t) {
+    for (int64_t kb = 0; kb < len; kb += g.block_size) {
+      const uint8_t* base = tiles + t * g.tile_bytes + (k0 + kb) / g.block_size * g.block_bytes;
+      const __m512 scale = _mm512_loadu_ps(base + code_bytes);
+      const __m512 offset = _mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), load_zero_points(base + code_bytes + 64, g.zero_points)), scale);
+      const int64_t octets = (len - kb < g.block_size ? len - kb + 7 : g.block_size) / 8;
+      for (int64_t o = 0; o < octets; ++o) {
+        const __m512i x = _mm512_loadu_si512(base + o * 64);
+        float* row = panel + (kb + o * 8) * kPanelCols + t * 16;
+#define EMBER_NBITS_DEQ(J) \
+  _mm512_storeu_ps(row + (J) * kPanelCols, _mm512_fmadd_ps(_mm512_permutexvar_ps(nibbles<J>(x), codes_f32), scale, offset));
+        EMBER_NBITS_DEQ(0) EMBER_NBITS_DEQ(1) EMBER_NBITS_DEQ(2) EMBER_NBITS_DEQ(3)
+        EMBER_NBITS_DEQ(4) EMBER_NBITS_DEQ(5) EMBER_NBITS_DEQ(6) EMBER_NBITS_DEQ(7)
+#undef EMBER_NBITS_DEQ
+      }
+    }
+  }
+}
+
+// y[r, 0 .. cols) (cols <= 64) += a[r, 0 .. len) . panel, r in [0, R); `first`:
+// start from the bias (or zero) instead of y.
+template <int R>
+void panel_rows(const float* a, int64_t lda, const float* panel, int64_t len, int64_t cols, bool first,
+                const float* bias, float* y, int64_t ldy) {
+  __mmask16 mask[kMaxTiles];
+  for (int t = 0; t < kMaxTiles; ++t) mask[t] = column_mask(cols - 16 * t);
+  __m512 acc[R][kMaxTiles];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < kMaxTiles; ++t) {
+      const float* src = first ? bias : y + r * ldy;
+      acc[r][t] = src ? _mm512_maskz_loadu_ps(mask[t], src + 16 * t) : _mm512_setzero_ps();
+    }
+  }
+  for (int64_t kk = 0; kk < len; ++kk) {
+    const float* p = panel + kk * kPanelCols;
+    const __m512 p0 = _mm512_load_ps(p), p1 = _mm512_load_ps(p + 16), p2 = _mm512_load_ps(p + 32),
+                 p3 = _mm512_load_ps(p + 48);
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * lda + kk]);
+      acc[r][0] = _mm512_fmadd_ps(av, p0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(av, p1, acc[r][1]);
+      acc[r][2] = _mm512_fmadd_ps(av, p2, acc[r][2]);
+      acc[r][3] = _mm512_fmadd_ps(av, p3, acc[r][3]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < kMaxTiles; ++t) _mm512_mask_storeu_ps(y + r * ldy + 16 * t, mask[t], acc[r][t]);
+  }
+}
+
+void f32_q4_gemm_avx512(const float* a, int64_t lda, int64_t rows, const uint8_t* tiles, const NBitsPackedGeometry& g,
+                        int64_t cols, const float* bias, float* y, int64_t ldy) {
+  alignas(64) float panel[(kPanelK > kMaxBlock ? kPanelK : kMaxBlock) * kPanelCols];
+  const int64_t chunk = g.block_size > kPanelK ? g.block_size : kPanelK;
+  for (int64_t col = 0; col < cols; col += kPanelCols) {
+    const int64_t group_cols = cols - col < kPanelCols ? cols - col : kPanelCols;
+    const int nt = static_cast<int>((group_cols + 15) / 16);
+    const uint8_t* group = tiles + col / 16 * g.tile_bytes;
+    for (int64_t k0 = 0; k0 < g.k; k0 += chunk) {
+      const int64_t len = g.k - k0 < chunk ? g.k - k0 : chunk;
+      if (k0 == 0) {
+        for (int64_t i = 0; i < chunk * kPanelCols; i += 16) _mm512_store_ps(panel + i, _mm512_setzero_ps());
+      }
+      dequantize_panel(group, g, nt, k0, len, panel);
+      for (int64_t r = 0; r < rows; r += kGemmRows) {
+        const float* ar = a + r * lda + k0;
+        float* yr = y + r * ldy + col;
+        const float* br = bias ? bias + col : nullptr;
+        switch (rows - r < kGemmRows ? rows - r : kGemmRows) {
+          case 6: panel_rows<6>(ar, lda, panel, len, group_cols, k0 == 0, br, yr, ldy); break;
+          case 5: panel_rows<5>(ar, lda, panel, len, group_cols, k0 == 0, br, yr, ldy); break;
+          case 4: panel_rows<4>(ar, lda, panel, len, group_cols, k0 == 0, br, yr, ldy); break;
+          case 3: panel_rows<3>(ar, lda, panel, len, group_cols, k0 == 0, br, yr, ldy); break;
+          case 2: panel_rows<2>(ar, lda, panel, len, group_cols, k0 == 0, br, yr, ldy); break;
+          default: panel_rows<1>(ar, lda, panel, len, group_cols, k0 == 0, br, yr, ldy); break;
+        }
+      }
+    }
+  }
+}
+
 // Per row and block: amax with a NaN/Inf flag, then q = cvt(a * (127 / amax))
 // (round-half-even under the default MXCSR, as nearbyint), packed to bytes.
 void quantize_rows_q8_avx512(const float* a, int64_t lda, int64_t rows, const NBitsPackedGeometry& g, int8_t* q,
@@ -217,6 +312,7 @@ void quantize_rows_q8_avx512(const float* a, int64_t lda, int64_t rows, const NB
 
 void fill_nbits_avx512(NBitsTable& t) {
   t.f32_q4_gemv = f32_q4_gemv_avx512_t4;
+  t.f32_q4_gemm = f32_q4_gemm_avx512;
   t.quantize_rows_q8 = quantize_rows_q8_avx512;
 }
 
