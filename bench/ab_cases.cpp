@@ -241,6 +241,7 @@ std::vector<BenchCase> default_cases() {
   add_lowp_gemm_cases(cases);
   add_nbits_cases(cases);
   add_integer_cases(cases);
+  add_gbq_cases(cases);
   return cases;
 }
 

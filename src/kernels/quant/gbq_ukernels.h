@@ -12,11 +12,13 @@
 namespace ember::kernels::quant {
 
 struct GbqTable {
-  // k codes starting at `codes` (4-bit: packed two a byte, low nibble first,
-  // the first code in a low nibble; 8-bit: one a byte), in blocks of block_size
-  // (a power of 2, >= 16; the last block may be partial). scales and zps hold
-  // one entry per block; zps == nullptr means the default zero point (8 for
-  // 4-bit, 128 for 8-bit).
+  // k codes starting at `codes` (2-/4-bit: packed four/two a byte, low bits
+  // first, the first code in the lowest bits of its byte; 8-bit: one a byte),
+  // in blocks of block_size (a power of 2, >= 16; the last block may be
+  // partial). scales and zps hold one entry per block; zps == nullptr means
+  // the default zero point 2^(bits - 1).
+  void (*f32_q2_dequant)(const uint8_t* codes, int64_t k, int64_t block_size, const float* scales,
+                         const uint8_t* zps, float* y);
   void (*f32_q4_dequant)(const uint8_t* codes, int64_t k, int64_t block_size, const float* scales,
                          const uint8_t* zps, float* y);
   void (*f32_q8_dequant)(const uint8_t* codes, int64_t k, int64_t block_size, const float* scales,

@@ -1,6 +1,7 @@
-// 4-bit: each block's 16 possible values (q - zp) * scale go into one register
-// and codes select from it with vpermps, 32 codes per step. 8-bit: widen,
-// subtract, convert, scale, 16 codes a vector. Tails use masked loads/stores.
+// 4-bit (and 2-bit): each block's 16 possible values (q - zp) * scale go into
+// one register and codes select from it with vpermps, 32 (16) codes per step.
+// 8-bit: widen, subtract, convert, scale, 16 codes a vector. Tails use masked
+// loads/stores.
 #include <immintrin.h>
 
 #include "kernels/quant/gbq_ukernels.h"
@@ -55,6 +56,33 @@ void f32_q4_dequant_avx512_lut_u32(const uint8_t* codes, int64_t k, int64_t bloc
   }
 }
 
+// 2-bit: 4 bytes give 16 codes; lane l takes byte l / 4 shifted right by
+// 2 * (l % 4), then the block's table (only entries 0..3 used).
+__m512 q2_dequant16(const uint8_t* bytes, __mmask16 byte_mask, __m512 lut) {
+  const __m512i byte_of_lane = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  const __m512i shifts = _mm512_set_epi32(6, 4, 2, 0, 6, 4, 2, 0, 6, 4, 2, 0, 6, 4, 2, 0);
+  const __m512i b = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(byte_mask, bytes));
+  const __m512i codes = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(byte_of_lane, b), shifts),
+                                         _mm512_set1_epi32(3));
+  return _mm512_permutexvar_ps(codes, lut);
+}
+
+void f32_q2_dequant_avx512_lut_u16(const uint8_t* codes, int64_t k, int64_t block_size, const float* scales,
+                                   const uint8_t* zps, float* y) {
+  for (int64_t b = 0, k0 = 0; k0 < k; ++b, k0 += block_size) {
+    const int64_t n = k - k0 < block_size ? k - k0 : block_size;
+    const __m512 lut = block_lut(zps ? zps[b] : 2, scales[b]);
+    const uint8_t* c = codes + k0 / 4;
+    float* out = y + k0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, q2_dequant16(c + i / 4, 0xF, lut));
+    if (i < n) {
+      const int64_t rest = n - i;
+      _mm512_mask_storeu_ps(out + i, low_mask16(rest), q2_dequant16(c + i / 4, low_mask16((rest + 3) / 4), lut));
+    }
+  }
+}
+
 __m512 q8_dequant16(__m128i bytes, __m512i zp, __m512 scale) {
   return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(bytes), zp)), scale);
 }
@@ -83,6 +111,7 @@ void f32_q8_dequant_avx512_u32(const uint8_t* codes, int64_t k, int64_t block_si
 }  // namespace
 
 void fill_gbq_avx512(GbqTable& t) {
+  t.f32_q2_dequant = f32_q2_dequant_avx512_lut_u16;
   t.f32_q4_dequant = f32_q4_dequant_avx512_lut_u32;
   t.f32_q8_dequant = f32_q8_dequant_avx512_u32;
 }
