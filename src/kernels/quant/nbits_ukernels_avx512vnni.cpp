@@ -42,13 +42,24 @@ __m512i broadcast_4_bytes(const int8_t* p) {
 }
 
 // Rows [0, R) x tiles [0, NT) of y (already holding the bias) += every block.
+// With at most 8 row-tile pairs (decode: one row) the f32 sums stay in
+// registers across blocks; larger blocks of rows add into y per block.
 template <int R, int NT>
 void q8_q4_rows_tiles(const NBitsQ8Rows& a, const uint8_t* tiles, const NBitsPackedGeometry& g, int64_t col0,
                       int64_t cols, float* y, int64_t ldy) {
+  constexpr bool kInRegisters = R * NT <= 8;
   const int64_t padded = g.k_blocks * g.block_size;
   const int64_t octets = g.block_size / kNBitsOctetK;
   const int64_t code_bytes = octets * 64;
   const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+  __mmask16 mask[NT];
+  __m512 out[kInRegisters ? R : 1][kInRegisters ? NT : 1];
+  for (int t = 0; t < NT; ++t) {
+    mask[t] = column_mask(cols - t * 16);
+    if constexpr (kInRegisters) {
+      for (int r = 0; r < R; ++r) out[r][t] = _mm512_maskz_loadu_ps(mask[t], y + r * ldy + col0 + t * 16);
+    }
+  }
   for (int64_t b = 0; b < g.k_blocks; ++b) {
     const uint8_t* base = tiles + b * g.block_bytes;
     __m512i acc[R][NT];
@@ -74,17 +85,23 @@ void q8_q4_rows_tiles(const NBitsQ8Rows& a, const uint8_t* tiles, const NBitsPac
     for (int t = 0; t < NT; ++t) {
       const __m512 scale = _mm512_loadu_ps(base + t * g.tile_bytes + code_bytes);
       const __m512 zp = load_zero_points(base + t * g.tile_bytes + code_bytes + 64, g.zero_points);
-      const int64_t col = t * 16;
-      const __mmask16 mask = column_mask(cols - col);
       for (int r = 0; r < R; ++r) {
         const __m512 s = _mm512_set1_ps(static_cast<float>(a.sums[r * g.k_blocks + b]));
         // Integers below 2^24: exact in f32, so this is float(dot - zp * sum) for integer zero points.
         const __m512 centered = _mm512_fnmadd_ps(zp, s, _mm512_cvtepi32_ps(acc[r][t]));
         const __m512 both_scales = _mm512_mul_ps(_mm512_set1_ps(a.scales[r * g.k_blocks + b]), scale);
-        float* yr = y + r * ldy + col0 + col;
-        _mm512_mask_storeu_ps(yr, mask, _mm512_fmadd_ps(centered, both_scales, _mm512_maskz_loadu_ps(mask, yr)));
+        if constexpr (kInRegisters) {
+          out[r][t] = _mm512_fmadd_ps(centered, both_scales, out[r][t]);
+        } else {
+          float* yr = y + r * ldy + col0 + t * 16;
+          _mm512_mask_storeu_ps(yr, mask[t], _mm512_fmadd_ps(centered, both_scales, _mm512_maskz_loadu_ps(mask[t], yr)));
+        }
       }
     }
+  }
+  if constexpr (kInRegisters) {
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(y + r * ldy + col0 + t * 16, mask[t], out[r][t]);
   }
 }
 
