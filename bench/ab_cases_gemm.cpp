@@ -26,6 +26,23 @@ void add_matmul_case(std::vector<BenchCase>& cases, const std::string& tag, int6
                    }});
 }
 
+// A Linear layer as PyTorch exports it: Gemm with transB = 1 (W stored [n, k])
+// and a bias C [n].
+void add_linear_case(std::vector<BenchCase>& cases, const std::string& tag, int64_t m, int64_t k, int64_t n) {
+  std::string name = fmt::format("Gemm/f32/{}/{}x{}x{}/transB/hot", tag, m, k, n);
+  std::string what = fmt::format("Gemm of float32[{},{}] by constant float32[{},{}] transposed, plus bias [{}]", m, k,
+                                 n, k, n);
+  cases.push_back({name, what, [name, m, k, n] {
+                     CaseBuilder c(name);
+                     c.input("a", DType::kF32, {m, k}, -1.0f, 1.0f);
+                     c.weight("w", DType::kF32, {n, k});
+                     c.weight("bias", DType::kF32, {n});
+                     c.model().add_node("Gemm", {"a", "w", "bias"}, {"y"}, {attr_int("transB", 1)});
+                     c.output("y", DType::kF32);
+                     return c.finish(1, dot_tolerance(DType::kF32, k, 0.25));
+                   }});
+}
+
 }  // namespace
 
 // The up projection of each model at every row count, hot (one weight, resident
@@ -41,6 +58,7 @@ void add_gemm_cases(std::vector<BenchCase>& cases) {
   }
   add_matmul_case(cases, "square", 1, 4096, 4096, false);
   add_matmul_case(cases, "square", 128, 2048, 2048, false);
+  for (int64_t m : {1, 128}) add_linear_case(cases, "qwen0.5b.up", m, 896, 4864);
 }
 
 }  // namespace ember::bench

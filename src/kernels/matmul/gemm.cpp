@@ -1,9 +1,13 @@
-// Gemm: Y = alpha * op(A) * op(B) + beta * C, with C broadcast to [M, N].
+// Gemm: Y = alpha * op(A) * op(B) + beta * C, with C broadcast to [M, N]. f32
+// runs on the sgemm driver (a constant B packed once at creation); other
+// numeric types and EMBER_REFERENCE=1 run gemm_ref.
 #include <memory>
+#include <utility>
 
 #include "kernels/common/shape_util.h"
 #include "kernels/matmul/gemm_ref.h"
 #include "kernels/matmul/matmul_ops.h"
+#include "kernels/matmul/sgemm.h"
 
 namespace ember::kernels {
 namespace {
@@ -13,8 +17,10 @@ struct GemmGeometry {
   Shape c_strides;  // element strides of C read as [M, N]
 };
 
-template <typename T>
-void gemm_with_bias(const GemmParams& base, const GemmGeometry& g, const T* a, const T* b, const T* c, T* y) {
+// Copies C broadcast into Y, where the product then accumulates with beta.
+template <typename T, typename Gemm>
+void gemm_with_bias(const GemmParams& base, const GemmGeometry& g, const T* a, const T* b, const T* c, T* y,
+                    Gemm&& gemm_fn) {
   GemmParams p = base;
   if (c != nullptr && p.beta != 0.0f) {
     for (int64_t i = 0; i < g.m; ++i) {
@@ -23,13 +29,20 @@ void gemm_with_bias(const GemmParams& base, const GemmGeometry& g, const T* a, c
   } else {
     p.beta = 0.0f;
   }
-  gemm<T>(p, a, b, y);
+  gemm_fn(p, a, b, y);
 }
 
 class GemmKernel final : public OpKernel {
  public:
-  GemmKernel(DType dtype, bool trans_a, bool trans_b, float alpha, float beta)
-      : dtype_(dtype), trans_a_(trans_a), trans_b_(trans_b), alpha_(alpha), beta_(beta) {}
+  GemmKernel(DType dtype, bool trans_a, bool trans_b, float alpha, float beta, const sgemm::SgemmTable* table,
+             sgemm::PackedWeight weight)
+      : dtype_(dtype),
+        trans_a_(trans_a),
+        trans_b_(trans_b),
+        alpha_(alpha),
+        beta_(beta),
+        table_(table),
+        weight_(std::move(weight)) {}
 
   Status infer(KernelContext& ctx) const override {
     EMBER_ASSIGN_OR_RETURN(GemmGeometry g, geometry(ctx));
@@ -54,12 +67,30 @@ class GemmKernel final : public OpKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     Tensor& y = ctx.output(0);
+    if (table_ != nullptr) {
+      const float* c = has_c ? ctx.input(2).data_as<float>() : nullptr;
+      gemm_with_bias<float>(p, g, a.data_as<float>(), b.data_as<float>(), c, y.data_as<float>(),
+                            [&](const GemmParams& q, const float* qa, const float* qb, float* qy) {
+                              if (weight_.empty()) {
+                                sgemm::gemm(*table_, q, qa, qb, qy);
+                              } else {
+                                weight_.gemm(*table_, q, qa, qy);
+                              }
+                            });
+      return Status::ok();
+    }
     EMBER_SWITCH_NUMERIC(dtype_, T,
                          gemm_with_bias<T>(p, g, a.data_as<T>(), b.data_as<T>(),
-                                           has_c ? ctx.input(2).data_as<T>() : nullptr, y.data_as<T>()),
+                                           has_c ? ctx.input(2).data_as<T>() : nullptr, y.data_as<T>(),
+                                           [](const GemmParams& q, const T* qa, const T* qb, T* qy) {
+                                             gemm<T>(q, qa, qb, qy);
+                                           }),
                          return internal_error("Gemm: unexpected dtype {}", dtype_name(dtype_)));
     return Status::ok();
   }
+
+  bool prepacked_input(size_t i) const override { return i == 1 && !weight_.empty(); }
+  int64_t packed_bytes() const override { return weight_.bytes(); }
 
  private:
   Result<GemmGeometry> geometry(const KernelContext& ctx) const {
@@ -92,6 +123,8 @@ class GemmKernel final : public OpKernel {
   DType dtype_;
   bool trans_a_, trans_b_;
   float alpha_, beta_;
+  const sgemm::SgemmTable* table_;  // null: gemm_ref
+  sgemm::PackedWeight weight_;       // op(B) when B is constant and f32
 };
 
 }  // namespace
@@ -117,7 +150,19 @@ Result<std::unique_ptr<OpKernel>> create_gemm(const KernelInit& init) {
   if ((trans_a != 0 && trans_a != 1) || (trans_b != 0 && trans_b != 1)) {
     return invalid_argument("transA and transB must be 0 or 1, got {} and {}", trans_a, trans_b);
   }
-  return std::unique_ptr<OpKernel>(std::make_unique<GemmKernel>(t, trans_a == 1, trans_b == 1, alpha, beta));
+  const sgemm::SgemmTable* table = nullptr;
+  sgemm::PackedWeight weight;
+  if (t == DType::kF32 && !reference_mode()) {
+    table = &sgemm::sgemm_table();
+    const Tensor* b = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
+    if (b != nullptr && b->rank() == 2 && b->data() != nullptr) {
+      const int64_t k = trans_b == 1 ? b->dim(1) : b->dim(0);
+      const int64_t n = trans_b == 1 ? b->dim(0) : b->dim(1);
+      weight = sgemm::PackedWeight(*table, b->data_as<float>(), b->dim(1), trans_b == 1, k, n);
+    }
+  }
+  return std::unique_ptr<OpKernel>(
+      std::make_unique<GemmKernel>(t, trans_a == 1, trans_b == 1, alpha, beta, table, std::move(weight)));
 }
 
 }  // namespace ember::kernels
