@@ -2,11 +2,15 @@
 // worked out by hand (round half to even, saturation) and the ONNX examples.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "base/isa.h"
+#include "kernels/quant/qgemm.h"
 #include "op_test_util.h"
 #include "threading/thread_pool.h"
 
@@ -133,6 +137,57 @@ TEST(DynamicQuantizeLinear, OnnxExamples) {
   ASSERT_TRUE(yz.is_ok()) << yz.status().to_string();
   EXPECT_EQ((*yz)[1].data_as<float>()[0], 1.0f);
   EXPECT_EQ((*yz)[2].data_as<uint8_t>()[0], 0);
+}
+
+// Inputs for the microkernels: ties, values past both ends, NaN, infinities,
+// signed zeros and denormals among random values.
+std::vector<float> special_inputs(int64_t n, std::mt19937& rng) {
+  const float specials[] = {2.5f, -2.5f, 3.5f, 0.5f, -0.5f, 1e9f, -1e9f, kNaN, kInf, -kInf, 0.0f, -0.0f, 1e-40f,
+                            -1e-40f};
+  std::vector<float> x(static_cast<size_t>(n) + 1);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = i % 5 == 4 ? specials[(i / 5) % std::size(specials)] : std::uniform_real_distribution<float>(-200, 200)(rng);
+  }
+  return x;
+}
+
+TEST(QuantizeMicrokernels, EveryIsaAndTailAgainstLrint) {
+  std::mt19937 rng(11);
+  for (Isa isa : available_isas()) {
+    const auto& t = kernels::quant::qgemm_table(isa);
+    for (int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 1031}) {
+      const std::vector<float> x = special_inputs(n, rng);
+      for (bool is_signed : {false, true}) {
+        const int32_t zp = is_signed ? -5 : 131;
+        const float scale = 0.5f;
+        std::vector<uint8_t> y(static_cast<size_t>(n) + 2, 0xEE);
+        // Offset by one element: unaligned input and output.
+        t.f32_quantize(x.data() + 1, y.data() + 1, n, scale, zp, is_signed);
+        EXPECT_EQ(y[0], 0xEE);
+        EXPECT_EQ(y[static_cast<size_t>(n) + 1], 0xEE) << "wrote past the end, n=" << n;
+        for (int64_t i = 0; i < n; ++i) {
+          const float v = x[static_cast<size_t>(i) + 1];
+          const double lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
+          const double q = std::isnan(v) ? lo : std::clamp(static_cast<double>(std::lrint(std::clamp(
+                                                               static_cast<double>(v / scale), -1e6, 1e6))) + zp,
+                                                           lo, hi);
+          const uint8_t want = static_cast<uint8_t>(static_cast<int32_t>(q));
+          ASSERT_EQ(y[static_cast<size_t>(i) + 1], want) << isa_name(isa) << " n=" << n << " x=" << v;
+        }
+      }
+      float lo = 1, hi = -1;
+      t.f32_range(x.data() + 1, n, &lo, &hi);
+      float want_lo = 0, want_hi = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[static_cast<size_t>(i) + 1];
+        if (std::isnan(v)) continue;
+        want_lo = std::min(want_lo, v);
+        want_hi = std::max(want_hi, v);
+      }
+      EXPECT_EQ(lo, want_lo) << isa_name(isa) << " n=" << n;
+      EXPECT_EQ(hi, want_hi) << isa_name(isa) << " n=" << n;
+    }
+  }
 }
 
 TEST(Quantize, SameBitsForOneAndTwoThreads) {

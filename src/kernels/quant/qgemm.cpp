@@ -42,12 +42,36 @@ int32_t row_sum_scalar(const uint8_t* a, int64_t k, uint8_t a_xor) {
   return sum;
 }
 
+void f32_quantize_scalar(const float* x, uint8_t* y, int64_t n, float scale, int32_t zp, bool is_signed) {
+  const float lo = static_cast<float>((is_signed ? -128 : 0) - zp);
+  const float hi = static_cast<float>((is_signed ? 127 : 255) - zp);
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i] / scale;
+    v = v > lo ? v : lo;
+    v = v < hi ? v : hi;
+    y[i] = static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(v)) + zp);
+  }
+}
+
+void f32_range_scalar(const float* x, int64_t n, float* lo, float* hi) {
+  float l = 0.0f, h = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    l = x[i] < l ? x[i] : l;
+    h = x[i] > h ? x[i] : h;
+  }
+  *lo = l;
+  *hi = h;
+}
+
 void fill_qgemm_scalar(QGemmTable& t) {
   t.gemm = gemm_scalar;
   t.row_sum = row_sum_scalar;
+  t.f32_quantize = f32_quantize_scalar;
+  t.f32_range = f32_range_scalar;
 }
 
-void fill_qgemm_avx512(QGemmTable& t) {
+void fill_qgemm_avx512_level(QGemmTable& t) {
+  fill_qgemm_avx512(t);
   if (cpu_features().avx512vnni) fill_qgemm_avx512vnni(t);
 }
 
@@ -65,7 +89,7 @@ int32_t qgemm_requantize(int32_t acc, float mult, int32_t y_zp, bool y_signed) {
 }
 
 const QGemmTable& qgemm_table(Isa isa) {
-  static const auto tables = build_isa_tables<QGemmTable>(fill_qgemm_scalar, fill_qgemm_avx2, fill_qgemm_avx512);
+  static const auto tables = build_isa_tables<QGemmTable>(fill_qgemm_scalar, fill_qgemm_avx2, fill_qgemm_avx512_level);
   return select_table(tables, isa);
 }
 

@@ -48,12 +48,20 @@ struct QGemmCall {
 struct QGemmTable {
   void (*gemm)(const QGemmCall& call);
   int32_t (*row_sum)(const uint8_t* a, int64_t k, uint8_t a_xor);
+  // Activation quantization (QuantizeLinear, DynamicQuantizeLinear) as 8-bit
+  // (s8 when is_signed): y = round_half_even(clamp(x / scale, qmin - zp,
+  // qmax - zp)) + zp, a NaN quotient clamping to qmin (MAXPS keeps its second
+  // operand), as ONNX Runtime's MLAS computes it.
+  void (*f32_quantize)(const float* x, uint8_t* y, int64_t n, float scale, int32_t zp, bool is_signed);
+  // lo = min(0, x[0..n)), hi = max(0, x[0..n)); NaN elements are skipped.
+  void (*f32_range)(const float* x, int64_t n, float* lo, float* hi);
 };
 
 const QGemmTable& qgemm_table(Isa isa);
 inline const QGemmTable& qgemm_table() { return qgemm_table(active_isa()); }
 
 void fill_qgemm_avx2(QGemmTable& t);
+void fill_qgemm_avx512(QGemmTable& t);
 // Installed by the avx512 level only when cpu_features() reports AVX-512 VNNI.
 void fill_qgemm_avx512vnni(QGemmTable& t);
 

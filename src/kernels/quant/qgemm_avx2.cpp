@@ -15,14 +15,11 @@ namespace {
 
 constexpr int kMaxRows = 2;
 
-// The four bytes of row `ap` at k-group g as int16 k0 k1 k2 k3, repeated.
-__m256i load_a(const uint8_t* ap, int64_t bytes, uint32_t xor4) {
-  uint32_t v = 0;
-  memcpy(&v, ap, static_cast<size_t>(bytes >= 4 ? 4 : bytes));
-  // Bytes past K stay zero after the xor too: they meet B's zero padding rows.
-  const uint32_t mask = bytes >= 4 ? 0xFFFFFFFFu : (1u << (8 * bytes)) - 1u;
-  const __m128i w = _mm_cvtepu8_epi16(_mm_cvtsi32_si128(static_cast<int>((v ^ xor4) & mask)));
-  return _mm256_broadcastq_epi64(w);
+// Four bytes of A as int16 k0 k1 k2 k3, repeated across the register.
+__m256i broadcast_a(const uint8_t* ap, uint32_t xor4) {
+  uint32_t v;
+  memcpy(&v, ap, 4);
+  return _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(static_cast<int>(v ^ xor4))));
 }
 
 // Eight columns from two accumulators of four columns x two partial sums.
@@ -54,26 +51,45 @@ void store8(const QGemmCall& c, int64_t row, int64_t col, __m256i acc) {
   }
 }
 
+// One k-group: B's 64 bytes widened to int16, four columns per register.
+template <int R>
+inline __attribute__((always_inline)) void step(__m256i (&acc)[R][4], const int8_t* b, const uint8_t* a,
+                                                int64_t lda, uint32_t xor4) {
+  __m256i bv[4];
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) bv[q] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + q * 16)));
+#pragma GCC unroll 2
+  for (int r = 0; r < R; ++r) {
+    const __m256i av = broadcast_a(a + r * lda, xor4);
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(av, bv[q]));
+  }
+}
+
+// The last partial k-group of A is copied to a zero-padded block (its padding
+// meets B's zero padding rows).
 template <int R>
 void tile(const QGemmCall& c, int64_t row0, int64_t panel) {
   __m256i acc[R][4];
+#pragma GCC unroll 2
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
     for (int q = 0; q < 4; ++q) acc[r][q] = _mm256_setzero_si256();
   }
   const uint32_t xor4 = c.a_xor * 0x01010101u;
+  const uint8_t* a = c.a + row0 * c.lda;
   const int8_t* b = c.panels + panel * c.panel_stride;
-  const int64_t groups = (c.k + 3) / 4;
-  for (int64_t g = 0; g < groups; ++g) {
-    __m256i bv[4];
-    for (int q = 0; q < 4; ++q) {
-      bv[q] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + g * 64 + q * 16)));
-    }
+  const int64_t full = c.k / 4;
+  for (int64_t g = 0; g < full; ++g) step<R>(acc, b + g * 64, a + g * 4, c.lda, xor4);
+  if (full * 4 < c.k) {
+    uint8_t tail[R][4];
     for (int r = 0; r < R; ++r) {
-      const __m256i av = load_a(c.a + (row0 + r) * c.lda + g * 4, c.k - g * 4, xor4);
-      for (int q = 0; q < 4; ++q) acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(av, bv[q]));
+      for (int64_t t = 0; t < 4; ++t) tail[r][t] = full * 4 + t < c.k ? a[r * c.lda + full * 4 + t] : 0;
     }
+    step<R>(acc, b + full * 64, &tail[0][0], 4, xor4);
   }
   const int64_t col = panel * kQGemmPanelCols;
+#pragma GCC unroll 2
   for (int r = 0; r < R; ++r) {
     store8(c, row0 + r, col, fold(acc[r][0], acc[r][1]));
     store8(c, row0 + r, col + 8, fold(acc[r][2], acc[r][3]));
@@ -103,11 +119,69 @@ int32_t u8_row_sum_avx2(const uint8_t* a, int64_t k, uint8_t a_xor) {
   return static_cast<int32_t>(total);
 }
 
+__m256i quantize8(__m256 x, __m256 scale, __m256 lo, __m256 hi, __m256i zp) {
+  __m256 v = _mm256_div_ps(x, scale);
+  v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+  return _mm256_add_epi32(_mm256_cvtps_epi32(v), zp);
+}
+
+// The packs saturate, but every value is already within the output range.
+void f32_quantize_avx2_u8(const float* x, uint8_t* y, int64_t n, float scale, int32_t zp, bool is_signed) {
+  const __m256 s = _mm256_set1_ps(scale);
+  const __m256 lo = _mm256_set1_ps(static_cast<float>((is_signed ? -128 : 0) - zp));
+  const __m256 hi = _mm256_set1_ps(static_cast<float>((is_signed ? 127 : 255) - zp));
+  const __m256i z = _mm256_set1_epi32(zp);
+  int64_t i = 0;
+  for (; i < n; i += 8) {
+    alignas(32) float tail[8] = {};
+    const int64_t count = n - i < 8 ? n - i : 8;
+    const float* src = x + i;
+    if (count < 8) {
+      memcpy(tail, src, static_cast<size_t>(count) * sizeof(float));
+      src = tail;
+    }
+    const __m256i q = quantize8(_mm256_loadu_ps(src), s, lo, hi, z);
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    const __m128i b = is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+    alignas(16) uint8_t out[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(out), b);
+    memcpy(y + i, out, static_cast<size_t>(count));
+  }
+}
+
+float reduce(__m256 v, bool take_min) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, v);
+  float r = lanes[0];
+  for (int l = 1; l < 8; ++l) r = take_min ? (lanes[l] < r ? lanes[l] : r) : (lanes[l] > r ? lanes[l] : r);
+  return r;
+}
+
+// MINPS / MAXPS keep the second operand (the running value) for a NaN element.
+void f32_range_avx2(const float* x, int64_t n, float* lo, float* hi) {
+  __m256 l = _mm256_setzero_ps(), h = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    l = _mm256_min_ps(v, l);
+    h = _mm256_max_ps(v, h);
+  }
+  float rl = reduce(l, true), rh = reduce(h, false);
+  for (; i < n; ++i) {
+    rl = x[i] < rl ? x[i] : rl;
+    rh = x[i] > rh ? x[i] : rh;
+  }
+  *lo = rl;
+  *hi = rh;
+}
+
 }  // namespace
 
 void fill_qgemm_avx2(QGemmTable& t) {
   t.gemm = u8s8_gemm_avx2_2x16;
   t.row_sum = u8_row_sum_avx2;
+  t.f32_quantize = f32_quantize_avx2_u8;
+  t.f32_range = f32_range_avx2;
 }
 
 }  // namespace ember::kernels::quant

@@ -10,14 +10,18 @@
 #include <memory>
 
 #include "kernels/common/shape_util.h"
+#include "kernels/quant/qgemm.h"
 #include "kernels/quant/quant_ops.h"
 #include "threading/thread_pool.h"
 
 namespace ember::kernels {
 namespace {
 
-// Elements per parallel_for chunk: Q of f32 to u8 runs at ~1.5 ns an element on
-// one Zen 5 core, so 16384 elements (~25 us) outweigh a pool hand-off (~2 us).
+// Elements per parallel_for chunk. Measured on per-tensor f32 -> u8 through
+// the op (best of 300, this Zen 5 VM): 16384 elements take 2.0 us, 262144 take
+// 31.6 us on one thread (the AVX-512 division bounds it). A second thread gained
+// nothing at 64Ki-256Ki elements on this 2-vCPU machine, where compute-bound
+// kernels do not scale; the chunk is kept small enough to split on real cores.
 constexpr int64_t kQuantGrain = 16384;
 
 // Scale (and zero point) of element (o, a, i) of x viewed as [outer, axis_len,
@@ -78,12 +82,34 @@ TY quantize_one(float x, float scale, int32_t zp) {
   return static_cast<TY>(static_cast<int32_t>(std::nearbyint(v)) + zp);
 }
 
+// Calls fn(x_begin, count, scale_index) over runs of x that share one scale
+// (per tensor or per axis: s_inner == 0), split over threads.
+template <typename Fn>
+void for_each_run(const QuantLayout& l, Fn&& fn) {
+  if (l.outer == 1 && l.axis_len == 1) {
+    threading::parallel_for(l.inner, kQuantGrain, [&](int64_t b, int64_t e) { fn(b, e - b, int64_t{0}); });
+    return;
+  }
+  const int64_t row = l.axis_len * l.inner;
+  const int64_t grain = std::max<int64_t>(1, kQuantGrain / std::max<int64_t>(row, 1));
+  threading::parallel_for(l.outer, grain, [&](int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o) {
+      for (int64_t a = 0; a < l.axis_len; ++a) fn((o * l.axis_len + a) * l.inner, l.inner, o * l.s_outer + a * l.s_axis);
+    }
+  });
+}
+
 // Calls fn(x_index, scale_index) over x, split over threads by outer rows.
 template <typename Fn>
 void for_each_quant(const QuantLayout& l, Fn&& fn) {
-  const int64_t row = l.axis_len * l.inner;
-  const int64_t grain = std::max<int64_t>(1, kQuantGrain / std::max<int64_t>(row, 1));
-  const auto rows = [&](int64_t o0, int64_t o1) {
+  if (l.s_inner == 0) {
+    for_each_run(l, [&](int64_t x0, int64_t count, int64_t si) {
+      for (int64_t i = 0; i < count; ++i) fn(x0 + i, si);
+    });
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, kQuantGrain / std::max<int64_t>(l.axis_len * l.inner, 1));
+  threading::parallel_for(l.outer, grain, [&](int64_t o0, int64_t o1) {
     for (int64_t o = o0; o < o1; ++o) {
       for (int64_t a = 0; a < l.axis_len; ++a) {
         const int64_t base = o * l.s_outer + (a / l.block) * l.s_axis;
@@ -91,15 +117,7 @@ void for_each_quant(const QuantLayout& l, Fn&& fn) {
         for (int64_t i = 0; i < l.inner; ++i) fn(x0 + i, base + i * l.s_inner);
       }
     }
-  };
-  if (l.outer == 1 && l.axis_len == 1) {
-    // Per tensor: split the one row by elements instead.
-    threading::parallel_for(l.inner, kQuantGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) fn(i, 0);
-    });
-    return;
-  }
-  threading::parallel_for(l.outer, grain, rows);
+  });
 }
 
 int32_t zp_at(const Tensor* zp, int64_t i) {
@@ -117,8 +135,10 @@ float scale_at(const Tensor& s, int64_t i) {
 
 class QuantizeKernel final : public OpKernel {
  public:
-  QuantizeKernel(DType x_type, DType y_type, int64_t axis, int64_t block)
-      : x_type_(x_type), y_type_(y_type), axis_(axis), block_(block) {}
+  QuantizeKernel(DType x_type, DType scale_type, DType y_type, int64_t axis, int64_t block)
+      : x_type_(x_type), y_type_(y_type), axis_(axis), block_(block),
+        simd_(x_type == DType::kF32 && scale_type == DType::kF32 && (y_type == DType::kU8 || y_type == DType::kI8)),
+        table_(&quant::qgemm_table()) {}
 
   Status infer(KernelContext& ctx) const override {
     const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
@@ -133,6 +153,15 @@ class QuantizeKernel final : public OpKernel {
     const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
     EMBER_ASSIGN_OR_RETURN(QuantLayout l, quant_layout(x.shape(), scale, zp, axis_, block_));
     Tensor& y = ctx.output(0);
+    if (simd_ && l.s_inner == 0) {
+      const float* xs = x.data_as<float>();
+      auto* ys = static_cast<uint8_t*>(y.data());
+      const bool is_signed = y_type_ == DType::kI8;
+      for_each_run(l, [&](int64_t x0, int64_t count, int64_t si) {
+        table_->f32_quantize(xs + x0, ys + x0, count, scale.data_as<float>()[si], zp_at(zp, si), is_signed);
+      });
+      return Status::ok();
+    }
     const auto go = [&]<typename TX, typename TY>() {
       const TX* xs = x.data_as<TX>();
       TY* ys = y.data_as<TY>();
@@ -160,6 +189,8 @@ class QuantizeKernel final : public OpKernel {
  private:
   DType x_type_, y_type_;
   int64_t axis_, block_;
+  bool simd_;  // f32 x and scale, 8-bit y: the table's microkernel on runs of one scale
+  const quant::QGemmTable* table_;
 };
 
 class DequantizeKernel final : public OpKernel {
@@ -202,6 +233,8 @@ class DequantizeKernel final : public OpKernel {
 // clamp(0 - min / y_scale, 0, 255)), then Q with those.
 class DynamicQuantizeKernel final : public OpKernel {
  public:
+  DynamicQuantizeKernel() : table_(&quant::qgemm_table()) {}
+
   Status infer(KernelContext& ctx) const override {
     ctx.set_output(0, DType::kU8, ctx.input(0).shape());
     ctx.set_output(1, DType::kF32, Shape{});
@@ -214,22 +247,22 @@ class DynamicQuantizeKernel final : public OpKernel {
     const float* xs = x.data_as<float>();
     const int64_t n = x.numel();
     float lo = 0.0f, hi = 0.0f;
-    for (int64_t i = 0; i < n; ++i) {
-      lo = xs[i] < lo ? xs[i] : lo;
-      hi = xs[i] > hi ? xs[i] : hi;
-    }
+    table_->f32_range(xs, n, &lo, &hi);
     const float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
     const float initial_zp = 0.0f - lo / scale;
     const float clamped = std::max(0.0f, std::min(255.0f, initial_zp));
     const auto zp = static_cast<uint8_t>(std::nearbyint(clamped));
     uint8_t* ys = ctx.output(0).data_as<uint8_t>();
     threading::parallel_for(n, kQuantGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) ys[i] = quantize_one<uint8_t>(xs[i], scale, zp);
+      table_->f32_quantize(xs + b, ys + b, e - b, scale, zp, false);
     });
     if (ctx.has_output(1)) *ctx.output(1).data_as<float>() = scale;
     if (ctx.has_output(2)) *ctx.output(2).data_as<uint8_t>() = zp;
     return Status::ok();
   }
+
+ private:
+  const quant::QGemmTable* table_;
 };
 
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
@@ -251,7 +284,7 @@ Result<std::unique_ptr<OpKernel>> create_quantize_linear(const KernelInit& init)
   if (y != DType::kU8 && y != DType::kI8 && y != DType::kU16 && y != DType::kI16) {
     return not_implemented("QuantizeLinear to {}", dtype_name(y));
   }
-  return std::unique_ptr<OpKernel>(std::make_unique<QuantizeKernel>(x, y, axis, block));
+  return std::unique_ptr<OpKernel>(std::make_unique<QuantizeKernel>(x, s, y, axis, block));
 }
 
 Result<std::unique_ptr<OpKernel>> create_dequantize_linear(const KernelInit& init) {
