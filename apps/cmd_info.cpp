@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "ir/shape_inference.h"
 #include "kernels/elementwise/fused_elementwise.h"
+#include "kernels/matmul/fused_matmul.h"
 #include "kernels/registry.h"
 #include "onnx/model_loader.h"
 #include "runtime/session.h"
@@ -51,8 +52,15 @@ void print_optimized(std::shared_ptr<ir::Graph> graph) {
   fmt::print("prepacked weights: {} bytes in kernel layouts, replacing {} bytes of initializers\n", stats.packed_bytes,
              stats.released_bytes);
   for (const ir::Node& node : g.nodes) {
+    if (node.domain != kernels::kEmberDomain) continue;
+    if (node.op_type == kernels::kFusedMatMulOp) {
+      const ir::Attribute* activation = node.find_attr("activation");
+      fmt::print("  fused {}: MatMul -> Add{} (bias and activation in the GEMM epilogue)\n", node.name,
+                 activation ? " -> " + activation->s : "");
+      continue;
+    }
     const ir::Attribute* body = node.find_attr("body");
-    if (node.domain != kernels::kEmberDomain || node.op_type != kernels::kFusedElementwiseOp || !body || !body->g) continue;
+    if (node.op_type != kernels::kFusedElementwiseOp || !body || !body->g) continue;
     std::vector<std::string> members;
     for (const ir::Node& m : body->g->nodes) members.push_back(m.op_type);
     fmt::print("  fused {}: {}\n", node.name, fmt::join(members, " -> "));

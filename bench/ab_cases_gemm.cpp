@@ -43,6 +43,25 @@ void add_linear_case(std::vector<BenchCase>& cases, const std::string& tag, int6
                    }});
 }
 
+// The FFN up projection as exporters write it: MatMul, bias Add, then
+// com.microsoft Gelu; Ember runs the three as one FusedMatMul node.
+void add_ffn_case(std::vector<BenchCase>& cases, const std::string& tag, int64_t m, int64_t k, int64_t n) {
+  std::string name = fmt::format("MatMulAddGelu/f32/{}/{}x{}x{}/hot", tag, m, k, n);
+  std::string what = fmt::format("Gelu(float32[{},{}] x constant float32[{},{}] + bias [{}])", m, k, k, n, n);
+  cases.push_back({name, what, [name, m, k, n] {
+                     CaseBuilder c(name);
+                     c.input("a", DType::kF32, {m, k}, -1.0f, 1.0f);
+                     c.weight("w", DType::kF32, {k, n});
+                     c.weight("bias", DType::kF32, {n});
+                     c.model().set_opset(kMs, 1);
+                     c.model().add_node("MatMul", {"a", "w"}, {"mm"});
+                     c.model().add_node("Add", {"mm", "bias"}, {"s"});
+                     c.model().add_node("Gelu", {"s"}, {"y"}, {}, kMs);
+                     c.output("y", DType::kF32);
+                     return c.finish(1, dot_tolerance(DType::kF32, k, 0.25));
+                   }});
+}
+
 }  // namespace
 
 // The up projection of each model at every row count, hot (one weight, resident
@@ -59,6 +78,9 @@ void add_gemm_cases(std::vector<BenchCase>& cases) {
   add_matmul_case(cases, "square", 1, 4096, 4096, false);
   add_matmul_case(cases, "square", 128, 2048, 2048, false);
   for (int64_t m : {1, 128}) add_linear_case(cases, "qwen0.5b.up", m, 896, 4864);
+  for (const Projection& p : llm_projections()) {
+    if (p.tag == "llama1b.up") add_ffn_case(cases, p.tag, 128, p.k, p.n);
+  }
 }
 
 }  // namespace ember::bench

@@ -95,7 +95,11 @@ OptimizeStats optimize_graph(ir::Graph& g) {
   }
   stats.folded += fold_constants(g);
   stats.dead_removed += ir::eliminate_dead_nodes(g);
-  if (!reference_mode()) stats.fused += fuse_elementwise(g);
+  if (!reference_mode()) {
+    // Before elementwise fusion, which would otherwise absorb the Add and activation.
+    stats.fused += fuse_matmul(g);
+    stats.fused += fuse_elementwise(g);
+  }
   return stats;
 }
 

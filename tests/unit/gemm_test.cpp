@@ -192,8 +192,13 @@ TEST(Sgemm, DriverMatchesReferenceOverTileTails) {
     }
     for (int64_t n : dims) check_driver(t, isa, {13, n, 31, false, false, 1.0f, 0.0f});
     for (int64_t k : dims) check_driver(t, isa, {7, 40, k, false, false, 1.0f, 1.0f});
-    // K blocks (K > 256), A blocks (M > 144) and a long GEMV.
+    // A blocks (M > 144) with all of K in one block, and a long GEMV.
     check_driver(t, isa, {300, 129, 1030, false, false, 1.0f, 0.0f});
+    // K blocks of an A block packed whole, panels in groups (12 and 1 of 84 rows).
+    check_driver(t, isa, {150, 420, 2000, false, false, 1.0f, 0.0f});
+    check_driver(t, isa, {150, 40, 2000, true, false, 0.5f, 1.0f});
+    // A block too large to pack whole: K blocks packed one at a time.
+    check_driver(t, isa, {140, 33, 4000, false, true, 1.0f, 0.0f});
     check_driver(t, isa, {1, 1000, 1030, false, false, 1.0f, 0.0f});
     check_driver(t, isa, {5, 70, 3100, false, false, 1.0f, 0.0f});
     for (bool ta : {false, true}) {
@@ -226,6 +231,58 @@ TEST(Sgemm, NanAndInfPropagate) {
           } else {
             EXPECT_EQ(c[i * n + j], 9.0f) << isa_name(isa);
           }
+        }
+      }
+    }
+  }
+}
+
+// What the epilogue saw: each element's count of calls covering it and its
+// value at the call, which must already be final.
+struct EpilogueLog {
+  int64_t ldc = 0;
+  const float* c = nullptr;
+  int64_t panel_width = 0;
+  std::vector<int> calls;
+  std::vector<float> seen;
+};
+
+void log_epilogue(const void* ctx, int64_t row0, int64_t rows, int64_t col0, int64_t cols, float* c, int64_t ldc) {
+  auto& log = *static_cast<EpilogueLog*>(const_cast<void*>(ctx));
+  EXPECT_EQ(ldc, log.ldc);
+  EXPECT_EQ(c, log.c + row0 * ldc + col0);
+  EXPECT_TRUE(cols <= log.panel_width || (row0 == 0 && col0 == 0)) << "block wider than a panel: " << cols;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < cols; ++j) {
+      ++log.calls[(row0 + r) * ldc + col0 + j];
+      log.seen[(row0 + r) * ldc + col0 + j] = c[r * ldc + j];
+      c[r * ldc + j] += 1.0f;  // the epilogue may rewrite its block
+    }
+  }
+}
+
+// The epilogue sees every element of C once, after its last K block: run at one
+// thread so the plain EXPECTs in the callback need no locking.
+TEST(Sgemm, EpilogueSeesEachFinishedBlockOnce) {
+  threading::ScopedThreadLimit one(1);
+  for (Isa isa : available_isas()) {
+    const SgemmTable& t = kernels::sgemm::sgemm_table(isa);
+    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 100, 300}, {13, 33, 17}, {300, 65, 600},
+                           {150, 420, 2000}, {140, 33, 4000}, {7, 1, 1}, {5, 40, 0}}) {
+      const std::vector<float> a = random_floats(m * k, 20), b = random_floats(k * n + 1, 21);
+      const kernels::sgemm::PackedWeight weight(t, b.data(), n, false, k, n);
+      GemmParams p;
+      p.m = m, p.n = n, p.k = k, p.lda = k, p.ldb = n, p.ldc = n + 3;
+      std::vector<float> plain(m * p.ldc, 0.0f), c(m * p.ldc, 0.0f);
+      weight.gemm(t, p, a.data(), plain.data());
+      EpilogueLog log{p.ldc, c.data(), t.nr, std::vector<int>(c.size(), 0), std::vector<float>(c.size(), 0.0f)};
+      weight.gemm(t, p, a.data(), c.data(), {log_epilogue, &log});
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t at = i * p.ldc + j;
+          ASSERT_EQ(log.calls[at], 1) << isa_name(isa) << " m " << m << " n " << n << " at " << i << "," << j;
+          ASSERT_EQ(log.seen[at], plain[at]) << isa_name(isa) << " m " << m << " n " << n << " at " << i << "," << j;
+          ASSERT_EQ(c[at], plain[at] + 1.0f) << isa_name(isa);
         }
       }
     }

@@ -1,3 +1,5 @@
+#include "kernels/elementwise/fused_elementwise.h"
+#include "kernels/matmul/fused_matmul.h"
 #include "kernels/matmul/matmul_ops.h"
 #include "kernels/registry.h"
 
@@ -7,6 +9,7 @@ namespace ember::kernels {
 void register_matmul_ops(OpRegistry& r) {
   r.add({"", "MatMul", 1, INT_MAX, create_matmul});
   r.add({"", "Gemm", 1, INT_MAX, create_gemm});
+  r.add({kEmberDomain, kFusedMatMulOp, 1, INT_MAX, create_fused_matmul});
   r.add({"", "Conv", 1, INT_MAX, create_conv});
   r.add({"", "MaxPool", 1, INT_MAX, create_max_pool});
   r.add({"", "AveragePool", 1, INT_MAX, create_average_pool});

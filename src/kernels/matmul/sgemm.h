@@ -15,8 +15,17 @@ int64_t packed_b_floats(int64_t k, int64_t n, int64_t nr);
 // op(B) is B [k, n] with leading dimension ldb, or B^T when trans_b (B stored [n, k]).
 void pack_b(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n, int64_t nr, float* out);
 
+// Called once per finished block of C (rows [row0, row0 + rows), columns
+// [col0, col0 + cols), one B panel wide, or all of C when k = 0) right after its last K block is
+// stored, on the thread that computed it, while the block is in L1/L2: c points
+// at element (row0, col0). It may rewrite the block in place; blocks never overlap.
+struct Epilogue {
+  void (*fn)(const void* ctx, int64_t row0, int64_t rows, int64_t col0, int64_t cols, float* c, int64_t ldc) = nullptr;
+  const void* ctx = nullptr;
+};
+
 // C [m, n] (leading dimension ldc) = alpha * op(A) * packed B, plus C's previous
-// contents when accumulate (C is never read otherwise).
+// contents when accumulate (C is never read otherwise), then the epilogue.
 struct PackedProblem {
   int64_t m = 0, n = 0, k = 0;
   const float* a = nullptr;
@@ -27,6 +36,7 @@ struct PackedProblem {
   int64_t ldc = 0;
   float alpha = 1.0f;
   bool accumulate = false;
+  Epilogue epilogue;
 };
 void gemm_packed(const SgemmTable& t, const PackedProblem& p);
 
@@ -44,7 +54,7 @@ class PackedWeight {
   bool empty() const { return k_ < 0; }
   int64_t bytes() const { return static_cast<int64_t>(buffer_.size()); }
   // GemmParams semantics with this B (p.k and p.n must match it; p.ldb and p.trans_b are ignored).
-  void gemm(const SgemmTable& t, const GemmParams& p, const float* a, float* c) const;
+  void gemm(const SgemmTable& t, const GemmParams& p, const float* a, float* c, const Epilogue& epilogue = {}) const;
 
  private:
   AlignedBuffer buffer_;
