@@ -16,6 +16,7 @@ namespace {
 
 constexpr int kMaxRows = 4;
 constexpr int kMaxTiles = 4;
+constexpr int kDecodeTiles = 8;
 
 __mmask16 column_mask(int64_t remaining) {
   return remaining >= 16 ? static_cast<__mmask16>(0xffff)
@@ -109,7 +110,13 @@ template <int R>
 void q8_q4_rows(const NBitsQ8Rows& a, const uint8_t* tiles, const NBitsPackedGeometry& g, int64_t cols, float* y,
                 int64_t ldy) {
   const int64_t num_tiles = (cols + 15) / 16;
-  for (int64_t t = 0; t < num_tiles; t += kMaxTiles) {
+  int64_t t = 0;
+  if constexpr (R == 1) {
+    for (; t + kDecodeTiles <= num_tiles; t += kDecodeTiles) {
+      q8_q4_rows_tiles<1, kDecodeTiles>(a, tiles + t * g.tile_bytes, g, t * 16, cols - t * 16, y, ldy);
+    }
+  }
+  for (; t < num_tiles; t += kMaxTiles) {
     const uint8_t* tp = tiles + t * g.tile_bytes;
     const int64_t col0 = t * 16;
     switch (num_tiles - t < kMaxTiles ? num_tiles - t : kMaxTiles) {
