@@ -12,17 +12,6 @@
 namespace ember::kernels {
 namespace {
 
-GemmParams matrix_params(const MatMulGeometry& g) {
-  GemmParams p;
-  p.m = g.m;
-  p.n = g.n;
-  p.k = g.k;
-  p.lda = g.k;
-  p.ldb = g.n;
-  p.ldc = g.n;
-  return p;
-}
-
 // One B for every batch and A's batches contiguous: a single tall product.
 bool is_tall(const MatMulGeometry& g) {
   return shape_numel(g.b_batch) == 1 && shape_numel(g.a_batch) == shape_numel(g.batch);

@@ -6,6 +6,7 @@
 #include "base/status.h"
 #include "base/tensor.h"
 #include "kernels/common/shape_util.h"
+#include "kernels/matmul/gemm_ref.h"
 
 namespace ember::kernels {
 
@@ -18,6 +19,18 @@ struct MatMulGeometry {
 };
 
 Result<MatMulGeometry> matmul_geometry(const Shape& a, const Shape& b);
+
+// One batch index of g as a 2-D GEMM over contiguous row-major matrices.
+inline GemmParams matrix_params(const MatMulGeometry& g) {
+  GemmParams p;
+  p.m = g.m;
+  p.n = g.n;
+  p.k = g.k;
+  p.lda = g.k;
+  p.ldb = g.n;
+  p.ldc = g.n;
+  return p;
+}
 
 // Calls fn(a_matrix, b_matrix, c_matrix) with the matrix indices of every batch
 // index of the output, in order; an odometer keeps it free of divisions.

@@ -33,13 +33,7 @@ constexpr int64_t kMaxStackPanelK = 4096;
 // A run-time B deeper than the stack panel: gemm_ref, the same f32 sums in k order.
 template <typename T>
 void matmul_reference(const MatMulGeometry& g, const Tensor& a, const Tensor& b, Tensor& c) {
-  GemmParams p;
-  p.m = g.m;
-  p.n = g.n;
-  p.k = g.k;
-  p.lda = g.k;
-  p.ldb = g.n;
-  p.ldc = g.n;
+  const GemmParams p = matrix_params(g);
   for_each_batch(g, [&](int64_t ai, int64_t bi, int64_t ci) {
     gemm_ref<T>(p, a.data_as<T>() + ai * g.m * g.k, b.data_as<T>() + bi * g.k * g.n, c.data_as<T>() + ci * g.m * g.n);
   });

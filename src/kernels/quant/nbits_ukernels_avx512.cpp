@@ -15,23 +15,7 @@ namespace {
 constexpr int kMaxTiles = 4;
 constexpr int64_t kMaxBlock = 256;  // the largest block_size the packed path takes (matmul_nbits.cpp)
 
-__mmask16 column_mask(int64_t remaining) {
-  return remaining >= 16 ? static_cast<__mmask16>(0xffff)
-                         : remaining <= 0 ? static_cast<__mmask16>(0)
-                                          : static_cast<__mmask16>((1u << remaining) - 1u);
-}
-
-__m512 load_zero_points(const uint8_t* zps, NBitsZeroPoints kind) {
-  switch (kind) {
-    case NBitsZeroPoints::kF32:
-      return _mm512_loadu_ps(zps);
-    case NBitsZeroPoints::kU8:
-      return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(zps))));
-    case NBitsZeroPoints::kDefault:
-      break;
-  }
-  return _mm512_set1_ps(static_cast<float>(kNBitsDefaultZeroPoint));
-}
+#include "kernels/quant/nbits_avx512.inc"
 
 // The nibbles of k = 8o + j (low, j < 4) or 8o + j (high, j >= 4) of an octet,
 // one per 32-bit lane in the low 4 bits (higher bits are garbage).

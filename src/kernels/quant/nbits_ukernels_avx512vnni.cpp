@@ -18,23 +18,7 @@ constexpr int kMaxRows = 4;
 constexpr int kMaxTiles = 4;
 constexpr int kDecodeTiles = 8;
 
-__mmask16 column_mask(int64_t remaining) {
-  return remaining >= 16 ? static_cast<__mmask16>(0xffff)
-                         : remaining <= 0 ? static_cast<__mmask16>(0)
-                                          : static_cast<__mmask16>((1u << remaining) - 1u);
-}
-
-__m512 load_zero_points(const uint8_t* zps, NBitsZeroPoints kind) {
-  switch (kind) {
-    case NBitsZeroPoints::kF32:
-      return _mm512_loadu_ps(zps);
-    case NBitsZeroPoints::kU8:
-      return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(zps))));
-    case NBitsZeroPoints::kDefault:
-      break;
-  }
-  return _mm512_set1_ps(static_cast<float>(kNBitsDefaultZeroPoint));
-}
+#include "kernels/quant/nbits_avx512.inc"
 
 __m512i broadcast_4_bytes(const int8_t* p) {
   int32_t v;
