@@ -55,8 +55,8 @@ void print_optimized(std::shared_ptr<ir::Graph> graph) {
     if (node.domain != kernels::kEmberDomain) continue;
     if (node.op_type == kernels::kFusedMatMulOp) {
       const ir::Attribute* activation = node.find_attr("activation");
-      fmt::print("  fused {}: MatMul -> Add{} (bias and activation in the GEMM epilogue)\n", node.name,
-                 activation ? " -> " + activation->s : "");
+      fmt::print("  fused {}: MatMul -> Add{} ({} in the GEMM epilogue)\n", node.name,
+                 activation ? " -> " + activation->s : "", activation ? "bias and activation" : "bias");
       continue;
     }
     const ir::Attribute* body = node.find_attr("body");
