@@ -484,11 +484,6 @@ TEST(Npy, ReadsVersion2AndRejectsWhatItCannotHold) {
   EXPECT_FALSE(write_npy_file((dir.path / "bf.npy").string(), Tensor::allocate(DType::kBF16, {1})));
 }
 
-}  // namespace
-}  // namespace ember::onnx
-
-namespace ember::onnx {
-namespace {
 
 // Resident pages of this process (file-backed ones included), from /proc/self/statm.
 size_t resident_pages() {
