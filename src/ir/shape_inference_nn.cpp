@@ -626,6 +626,7 @@ void add_nn_rules(RuleTable& rules) {
   rules["If"] = if_op;
   rules["Loop"] = loop_op;
   rules["Scan"] = loop_op;
+  rules["RotaryEmbedding"] = same_as_input;
   rules["com.microsoft.MatMulNBits"] = matmul_nbits;
   rules["com.microsoft.GatherBlockQuantized"] = gather_block_quantized;
   rules["com.microsoft.SkipLayerNormalization"] = layer_norm;

@@ -15,6 +15,7 @@ const OpRegistry& OpRegistry::instance() {
     register_norm_ops(r);
     register_control_ops(r);
     register_quant_ops(r);
+    register_attention_ops(r);
     return r;
   }();
   return registry;

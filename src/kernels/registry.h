@@ -42,6 +42,7 @@ void register_matmul_ops(OpRegistry& r);           // kernels/matmul/
 void register_norm_ops(OpRegistry& r);             // kernels/norm/
 void register_control_ops(OpRegistry& r);          // kernels/control/
 void register_quant_ops(OpRegistry& r);            // kernels/quant/
+void register_attention_ops(OpRegistry& r);        // kernels/attention/
 
 // Builds the kernel for a node, with the node's label on any error.
 Result<std::unique_ptr<OpKernel>> create_kernel(const KernelInit& init);

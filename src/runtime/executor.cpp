@@ -184,7 +184,11 @@ ExecutorStats Executor::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   ExecutorStats s;
   s.released_bytes = released_bytes_;
-  for (const auto& k : owned_kernels_) s.packed_bytes += k ? static_cast<size_t>(k->packed_bytes()) : 0;
+  for (const auto& slot : kernels_) {
+    // Published slots only: a run may be creating a kernel right now (under kernel_mutex_).
+    const kernels::OpKernel* k = slot.load(std::memory_order_acquire);
+    s.packed_bytes += k ? static_cast<size_t>(k->packed_bytes()) : 0;
+  }
   s.plans_built = plans_built_;
   s.plans_cached = plans_.size();
   if (!plans_.empty()) {

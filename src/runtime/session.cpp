@@ -155,7 +155,10 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Graph> grap
     EMBER_RETURN_IF_ERROR(ir::infer_shapes(*graph));
     if (options.num_threads < 0) return invalid_argument("num_threads must be >= 0, got {}", options.num_threads);
     if (options.optimize) optimize_graph(*graph);
-    EMBER_ASSIGN_OR_RETURN(auto executor, Executor::create(graph, graph->inputs, graph.get()));
+    // Prepacked constants are released only from a graph no one else holds: a
+    // caller's other session on the same graph would find them without data.
+    ir::Graph* owned = graph.use_count() == 1 ? graph.get() : nullptr;
+    EMBER_ASSIGN_OR_RETURN(auto executor, Executor::create(graph, graph->inputs, owned));
     return std::unique_ptr<Session>(new SessionImpl(std::move(graph), std::move(executor), options.num_threads));
   });
 }

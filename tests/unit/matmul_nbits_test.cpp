@@ -662,6 +662,28 @@ TEST(MatMulNBitsPacked, Int8MicrokernelsEveryIsaBitExact) {
   }
 }
 
+// A block of denormals overflows 127 / amax: every level writes zero codes and
+// a zero sum for it (ORT's int8 conversion gives 0 there too), the same bits.
+TEST(MatMulNBitsPacked, Int8QuantizerDenormalBlockIsZero) {
+  quant::NBitsPackedGeometry g;
+  g.k = 70;  // blocks of 32: the last one partial
+  g.block_size = 32;
+  g.k_blocks = 3;
+  std::vector<float> a(g.k);
+  for (int64_t i = 0; i < g.k; ++i) a[i] = i < 32 ? 0.25f - 0.01f * i : 1e-38f * static_cast<float>(i % 5 - 2);
+  for (Isa isa : available_isas()) {
+    std::vector<int8_t> q(96, 99);
+    std::vector<float> scales(3);
+    std::vector<int32_t> sums(3, 99);
+    quant::nbits_table(isa).quantize_rows_q8(a.data(), g.k, 1, g, q.data(), scales.data(), sums.data());
+    for (int64_t i = 32; i < 96; ++i) ASSERT_EQ(q[i], 0) << isa_name(isa) << " k " << i;
+    EXPECT_EQ(sums[1], 0) << isa_name(isa);
+    EXPECT_EQ(sums[2], 0) << isa_name(isa);
+    EXPECT_EQ(scales[1], 2e-38f / 127.0f) << isa_name(isa);
+    EXPECT_EQ(q[0], 127) << isa_name(isa);
+  }
+}
+
 // A NaN or infinity in a block of A gives that block a NaN scale, so every
 // output of its row is NaN and other rows are untouched.
 TEST(MatMulNBitsPacked, Int8ActivationsNonFiniteRowIsNan) {
@@ -702,15 +724,18 @@ TEST(MatMulNBitsSession, PrepackedInitializersAreReleased) {
   ASSERT_TRUE(reference.is_ok()) << reference.status().to_string();
   for (bool b_shared : {false, true}) {
     SCOPED_TRACE(b_shared ? "B also read by Identity" : "B read by MatMulNBits only");
-    test::GraphBuilder gb(21);
-    gb.input("a", DType::kF32, {2, c.k}).constant("b", q.b_t.clone()).constant("scales", q.scales_t.clone());
-    gb.node("MatMulNBits", {"a", "b", "scales"}, {"y"}, attrs_of(c)).output("y");
-    if (b_shared) gb.node("Identity", {"b"}, {"b_copy"}).output("b_copy");
-    std::shared_ptr<ir::Graph> g = gb.raw();
-    g->opsets["com.microsoft"] = 1;
-    g->nodes[0].domain = "com.microsoft";
-    g->nodes[0].opset = 1;
-    auto session = runtime::Session::create(gb.build(), {.optimize = false});
+    std::shared_ptr<ir::Graph> g;
+    {  // the session must hold the only reference for constants to be released
+      test::GraphBuilder gb(21);
+      gb.input("a", DType::kF32, {2, c.k}).constant("b", q.b_t.clone()).constant("scales", q.scales_t.clone());
+      gb.node("MatMulNBits", {"a", "b", "scales"}, {"y"}, attrs_of(c)).output("y");
+      if (b_shared) gb.node("Identity", {"b"}, {"b_copy"}).output("b_copy");
+      gb.raw()->opsets["com.microsoft"] = 1;
+      gb.raw()->nodes[0].domain = "com.microsoft";
+      gb.raw()->nodes[0].opset = 1;
+      g = gb.build();
+    }
+    auto session = runtime::Session::create(std::move(g), {.optimize = false});
     ASSERT_TRUE(session.is_ok()) << session.status().to_string();
     const runtime::ExecutorStats stats = (*session)->stats();
     const int64_t kb = (c.k + c.block - 1) / c.block;
@@ -725,6 +750,23 @@ TEST(MatMulNBitsSession, PrepackedInitializersAreReleased) {
     ASSERT_TRUE(out.is_ok()) << out.status().to_string();
     EXPECT_EQ(test::values_of<float>((*out)[0]), test::values_of<float>(reference.value()[0]));
     if (b_shared) EXPECT_EQ(test::values_of<uint8_t>((*out)[1]), test::values_of<uint8_t>(q.b_t));
+  }
+  // A graph the caller still holds is not released from: a second session on it works.
+  test::GraphBuilder gb(21);
+  gb.input("a", DType::kF32, {2, c.k}).constant("b", q.b_t.clone()).constant("scales", q.scales_t.clone());
+  gb.node("MatMulNBits", {"a", "b", "scales"}, {"y"}, attrs_of(c)).output("y");
+  gb.raw()->opsets["com.microsoft"] = 1;
+  gb.raw()->nodes[0].domain = "com.microsoft";
+  gb.raw()->nodes[0].opset = 1;
+  std::shared_ptr<ir::Graph> shared = gb.build();
+  for (int i = 0; i < 2; ++i) {
+    auto session = runtime::Session::create(shared, {.optimize = false});
+    ASSERT_TRUE(session.is_ok()) << session.status().to_string();
+    EXPECT_EQ((*session)->stats().released_bytes, 0u);
+    const runtime::NamedInput in[] = {{"a", &q.a_t}};
+    auto out = (*session)->run(in);
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    EXPECT_EQ(test::values_of<float>((*out)[0]), test::values_of<float>(reference.value()[0]));
   }
 }
 

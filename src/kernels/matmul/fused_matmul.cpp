@@ -95,9 +95,10 @@ std::optional<std::string_view> fused_matmul_activation(UnaryKind kind) {
 
 Result<std::unique_ptr<OpKernel>> create_fused_matmul(const KernelInit& init) {
   EMBER_RETURN_IF_ERROR(require_inputs(init, 3));
+  constexpr const char* kNames[] = {"A", "B", "bias"};
   for (size_t i = 0; i < 3; ++i) {
     if (init.input_dtypes[i] != DType::kF32) {
-      return invalid_argument("input {} is {}, expected float32", i, dtype_name(init.input_dtypes[i]));
+      return invalid_argument("input '{}' is {}, expected float32", kNames[i], dtype_name(init.input_dtypes[i]));
     }
   }
   const Tensor* b = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;

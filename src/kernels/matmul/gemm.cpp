@@ -135,7 +135,7 @@ Result<std::unique_ptr<OpKernel>> create_gemm(const KernelInit& init) {
   for (size_t i = 1; i < 3 && i < init.input_dtypes.size(); ++i) {
     const DType other = init.input_dtypes[i];
     if (other != DType::kUndefined && other != t) {
-      return invalid_argument("input {} is {} but A is {}", i, dtype_name(other), dtype_name(t));
+      return invalid_argument("input '{}' is {} but A is {}", i == 1 ? "B" : "C", dtype_name(other), dtype_name(t));
     }
   }
   if (!dtype_is_float(t) && !dtype_is_int(t)) return not_implemented("dtype {} is not supported", dtype_name(t));

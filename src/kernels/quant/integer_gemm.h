@@ -24,7 +24,9 @@ void gemm_integer_ref(const IntegerGemmParams& p, const TA* a, const TA* a_zp, c
       const TB* brow = b + kk * p.ldb;
       for (int64_t j = 0; j < p.n; ++j) {
         const int32_t zb = b_zp ? static_cast<int32_t>(b_zp[j * p.b_zp_stride]) : 0;
-        crow[j] += av * (static_cast<int32_t>(brow[j]) - zb);
+        // Summed modulo 2^32 (unsigned: no signed-overflow UB), as the SIMD kernels wrap.
+        crow[j] = static_cast<int32_t>(static_cast<uint32_t>(crow[j]) +
+                                       static_cast<uint32_t>(av * (static_cast<int32_t>(brow[j]) - zb)));
       }
     }
   }

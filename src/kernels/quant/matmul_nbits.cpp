@@ -53,8 +53,6 @@ constexpr int64_t kPanelRows = 4;
 // Rows of A per thread range when quantizing A for accuracy_level 4.
 constexpr int64_t kQuantizeRowGrain = 16;
 
-// The packed path's largest block: the microkernels keep one block of A on the stack.
-constexpr int64_t kMaxPackedBlock = 256;
 
 struct NBitsAttrs {
   int64_t k = 0, n = 0, block_size = 0;
@@ -308,9 +306,13 @@ Result<NBitsAttrs> read_attrs(const ir::Node& node) {
   const int64_t accuracy_level = r.get_int("accuracy_level", 0);
   EMBER_RETURN_IF_ERROR(r.status());
   if (at.k < 1 || at.n < 1) return invalid_argument("attributes K={} and N={} must be positive", at.k, at.n);
+  // Bounds that keep every size computed from the attributes (and the int32
+  // block sums of 8-bit codes: 127 * 255 * 2^16 < 2^31) from overflowing.
+  constexpr int64_t kMaxDim = int64_t{1} << 40, kMaxBlockSize = int64_t{1} << 16;
+  if (at.k > kMaxDim || at.n > kMaxDim) return invalid_argument("attributes K={} and N={} must be at most 2^40", at.k, at.n);
   if (bits != 4 && bits != 8) return not_implemented("bits={} is not supported (4 and 8 are)", bits);
-  if (at.block_size < 16 || (at.block_size & (at.block_size - 1)) != 0) {
-    return invalid_argument("block_size={} must be a power of 2 and at least 16", at.block_size);
+  if (at.block_size < 16 || at.block_size > kMaxBlockSize || (at.block_size & (at.block_size - 1)) != 0) {
+    return invalid_argument("block_size={} must be a power of 2 from 16 to 65536", at.block_size);
   }
   if (accuracy_level < 0 || accuracy_level > 4) {
     return invalid_argument("accuracy_level={} must be in 0..4", accuracy_level);
@@ -361,7 +363,7 @@ Result<DType> check_dtypes(const KernelInit& init) {
 Result<std::optional<NBitsPacked>> prepack(const KernelInit& init, const NBitsAttrs& at, DType zp_dtype) {
   const auto constant = [&](size_t i) { return i < init.constant_inputs.size() && init.constant_inputs[i]; };
   const bool zp_ready = input_dtype(init, kZeroPoints) == DType::kUndefined || constant(kZeroPoints);
-  if (at.bits != 4 || at.block_size > kMaxPackedBlock || init.input_dtypes[kA] != DType::kF32 || !constant(kB) ||
+  if (at.bits != 4 || at.block_size > quant::kNBitsMaxPackedBlock || init.input_dtypes[kA] != DType::kF32 || !constant(kB) ||
       !constant(kScales) || !zp_ready) {
     return std::optional<NBitsPacked>();
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "base/cpu_features.h"
 #include "kernels/common/isa_tables.h"
@@ -81,7 +82,10 @@ void quantize_rows_q8_scalar(const float* a, int64_t lda, int64_t rows, const NB
       std::fill(qb, qb + g.block_size, int8_t{0});
       int32_t sum = 0;
       if (finite) {
-        const float inverse = amax != 0.0f ? 127.0f / amax : 0.0f;
+        // Below ~3.7e-37 (denormal blocks) 127 / amax overflows; ORT's int8
+        // conversion then yields 0 for every code, and so do we.
+        float inverse = amax != 0.0f ? 127.0f / amax : 0.0f;
+        if (!(inverse <= std::numeric_limits<float>::max())) inverse = 0.0f;
         for (int64_t i = 0; i < len; ++i) {
           qb[i] = static_cast<int8_t>(std::nearbyint(ab[i] * inverse));
           sum += qb[i];

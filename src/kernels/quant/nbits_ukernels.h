@@ -25,6 +25,9 @@ namespace ember::kernels::quant {
 inline constexpr int64_t kNBitsTileCols = 16;
 inline constexpr int64_t kNBitsOctetK = 8;         // k-steps of one 64-byte code octet
 inline constexpr int64_t kNBitsDefaultZeroPoint = 8;
+// The largest block_size the packed path takes: the f32 kernels keep one block
+// of A (and a panel of that depth) on the stack.
+inline constexpr int64_t kNBitsMaxPackedBlock = 256;
 
 enum class NBitsZeroPoints : uint8_t { kDefault, kU8, kF32 };
 

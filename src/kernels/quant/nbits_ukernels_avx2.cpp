@@ -12,7 +12,6 @@
 namespace ember::kernels::quant {
 namespace {
 
-constexpr int64_t kMaxBlock = 256;  // the largest block_size the packed path takes (matmul_nbits.cpp)
 
 // Lanes [0, remaining) of an 8-lane mask (remaining clamped to 0..8).
 __m256i lane_mask(int64_t remaining) {
@@ -39,7 +38,7 @@ __m256 load_zero_points(const uint8_t* zps, NBitsZeroPoints kind, int h) {
 void accumulate_tile(const float* a, const uint8_t* tile, const NBitsPackedGeometry& g, __m256* y) {
   const int64_t code_bytes = g.block_size / kNBitsOctetK * 64;
   const __m256i low_nibble = _mm256_set1_epi32(0xF);
-  alignas(32) float tail[kMaxBlock];
+  alignas(32) float tail[kNBitsMaxPackedBlock];
   for (int64_t b = 0; b < g.k_blocks; ++b) {
     const uint8_t* base = tile + b * g.block_bytes;
     const int64_t len = g.k - b * g.block_size < g.block_size ? g.k - b * g.block_size : g.block_size;
@@ -128,7 +127,9 @@ void quantize_rows_q8_avx2(const float* a, int64_t lda, int64_t rows, const NBit
       }
       const float m = horizontal_max(amax);
       __m256i sum = _mm256_setzero_si256();
-      const __m256 inverse = _mm256_set1_ps(nonfinite == 0 && m != 0.0f ? 127.0f / m : 0.0f);
+      // Denormal blocks overflow 127 / m: every code 0 then, as in the scalar quantizer.
+      const float reciprocal = nonfinite == 0 && m != 0.0f ? 127.0f / m : 0.0f;
+      const __m256 inverse = _mm256_set1_ps(reciprocal <= 3.402823466e38f ? reciprocal : 0.0f);
       for (int64_t i = 0; i < g.block_size; i += 8) {
         const __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_maskload_ps(ab + i, lane_mask(len - i)), inverse));
         sum = _mm256_add_epi32(sum, v);

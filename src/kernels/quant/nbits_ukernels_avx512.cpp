@@ -13,7 +13,6 @@ namespace ember::kernels::quant {
 namespace {
 
 constexpr int kMaxTiles = 4;
-constexpr int64_t kMaxBlock = 256;  // the largest block_size the packed path takes (matmul_nbits.cpp)
 
 #include "kernels/quant/nbits_avx512.inc"
 
@@ -105,7 +104,7 @@ void block_dots(const float* ab, int64_t octets, const uint8_t* base, const NBit
 template <int NT>
 void accumulate_tiles(const float* a, const uint8_t* tile0, const NBitsPackedGeometry& g, __m512* y) {
   const int64_t code_bytes = g.block_size / kNBitsOctetK * 64;
-  alignas(64) float tail[kMaxBlock];
+  alignas(64) float tail[kNBitsMaxPackedBlock];
   for (int64_t b = 0; b < g.k_blocks; ++b) {
     const uint8_t* base = tile0 + b * g.block_bytes;
     const int64_t len = g.k - b * g.block_size < g.block_size ? g.k - b * g.block_size : g.block_size;
@@ -226,7 +225,7 @@ void panel_rows(const float* a, int64_t lda, const float* panel, int64_t len, in
 
 void f32_q4_gemm_avx512(const float* a, int64_t lda, int64_t rows, const uint8_t* tiles, const NBitsPackedGeometry& g,
                         int64_t cols, const float* bias, float* y, int64_t ldy) {
-  alignas(64) float panel[(kPanelK > kMaxBlock ? kPanelK : kMaxBlock) * kPanelCols];
+  alignas(64) float panel[(kPanelK > kNBitsMaxPackedBlock ? kPanelK : kNBitsMaxPackedBlock) * kPanelCols];
   const int64_t chunk = g.block_size > kPanelK ? g.block_size : kPanelK;
   for (int64_t col = 0; col < cols; col += kPanelCols) {
     const int64_t group_cols = cols - col < kPanelCols ? cols - col : kPanelCols;
@@ -277,7 +276,9 @@ void quantize_rows_q8_avx512(const float* a, int64_t lda, int64_t rows, const NB
       const float m = _mm512_reduce_max_ps(amax);
       __m512i sum = _mm512_setzero_si512();
       if (nonfinite == 0) {
-        const __m512 inverse = _mm512_set1_ps(m != 0.0f ? 127.0f / m : 0.0f);
+        // Denormal blocks overflow 127 / m: every code 0 then, as in the scalar quantizer.
+        const float reciprocal = m != 0.0f ? 127.0f / m : 0.0f;
+        const __m512 inverse = _mm512_set1_ps(reciprocal <= 3.402823466e38f ? reciprocal : 0.0f);
         for (int64_t i = 0; i < g.block_size; i += 16) {
           const __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(column_mask(len - i), ab + i), inverse));
           sum = _mm512_add_epi32(sum, v);
