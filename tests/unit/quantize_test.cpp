@@ -116,6 +116,15 @@ TEST(DequantizeLinear, BlockedRejectsMismatchedScale) {
   EXPECT_FALSE(y.is_ok());
 }
 
+TEST(DequantizeLinear, RejectsZeroPointOfAnotherType) {
+  const Tensor x = make_tensor<uint8_t>({4}, {0, 1, 2, 3});
+  const Tensor scale = make_tensor<float>({}, {0.5f});
+  const Tensor zp = make_tensor<float>({}, {1.0f});
+  auto y = run_op("DequantizeLinear", {&x, &scale, &zp}, {}, 1, 21);
+  ASSERT_FALSE(y.is_ok());
+  EXPECT_NE(y.status().message().find("x_zero_point"), std::string::npos) << y.status().to_string();
+}
+
 TEST(DynamicQuantizeLinear, OnnxExamples) {
   // The examples of the ONNX operator documentation (checked with numpy).
   const Tensor x = make_tensor<float>({6}, {0.0f, 2.0f, -3.0f, -2.5f, 1.34f, 0.5f});

@@ -297,6 +297,11 @@ Result<std::unique_ptr<OpKernel>> create_dequantize_linear(const KernelInit& ini
   if (!int_x || !is_float(s)) {
     return not_implemented("DequantizeLinear of {} with {} scale", dtype_name(x), dtype_name(s));
   }
+  const DType zp = init.input_dtypes.size() > 2 ? init.input_dtypes[2] : DType::kUndefined;
+  if (zp != DType::kUndefined && zp != x) {
+    return invalid_argument("input 'x_zero_point' is {} but input 'x' is {}; they must match", dtype_name(zp),
+                            dtype_name(x));
+  }
   return std::unique_ptr<OpKernel>(std::make_unique<DequantizeKernel>(x, s, axis, block));
 }
 
