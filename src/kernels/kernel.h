@@ -74,6 +74,8 @@ bool is_needs_value(const Status& s);
 
 // Fails, naming the op and the missing input, unless inputs 0..count-1 are present.
 Status require_inputs(const KernelInit& init, size_t count);
+// The dtype of input i, kUndefined when it is omitted or past the node's inputs.
+DType input_dtype(const KernelInit& init, size_t i);
 
 class OpKernel {
  public:

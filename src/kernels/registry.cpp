@@ -44,6 +44,10 @@ Status require_inputs(const KernelInit& init, size_t count) {
   return Status::ok();
 }
 
+DType input_dtype(const KernelInit& init, size_t i) {
+  return i < init.input_dtypes.size() ? init.input_dtypes[i] : DType::kUndefined;
+}
+
 Status needs_value(size_t input_index) {
   return Status(StatusCode::kNeedsValue, fmt::format("the value of input {} is needed to infer the output shape", input_index));
 }

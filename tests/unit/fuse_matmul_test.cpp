@@ -25,27 +25,13 @@
 namespace ember {
 namespace {
 
-using runtime::Session;
-using runtime::SessionOptions;
 using test::attr_string;
 using test::GraphBuilder;
+using test::make_session;
 using test::make_tensor;
+using test::op_types;
 
 const std::string kFused(kernels::kFusedMatMulOp);
-
-std::unique_ptr<Session> make_session(std::shared_ptr<ir::Graph> g, bool optimize) {
-  SessionOptions options;
-  options.optimize = optimize;
-  auto s = Session::create(std::move(g), options);
-  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
-  return s.is_ok() ? std::move(s).value() : nullptr;
-}
-
-std::vector<std::string> op_types(const Session& s) {
-  std::vector<std::string> ops;
-  for (const ir::Node& n : s.graph().nodes) ops.push_back(n.op_type);
-  return ops;
-}
 
 std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);

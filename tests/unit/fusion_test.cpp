@@ -17,26 +17,12 @@
 namespace ember {
 namespace {
 
-using runtime::Session;
-using runtime::SessionOptions;
 using test::attr_int;
 using test::GraphBuilder;
+using test::make_session;
 using test::make_tensor;
+using test::op_types;
 using test::values_of;
-
-std::unique_ptr<Session> make_session(std::shared_ptr<ir::Graph> g, bool optimize) {
-  SessionOptions options;
-  options.optimize = optimize;
-  auto s = Session::create(std::move(g), options);
-  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
-  return s.is_ok() ? std::move(s).value() : nullptr;
-}
-
-std::vector<std::string> op_types(const Session& s) {
-  std::vector<std::string> ops;
-  for (const ir::Node& n : s.graph().nodes) ops.push_back(n.op_type);
-  return ops;
-}
 
 Tensor random_tensor(DType dtype, Shape shape, uint32_t seed, float lo = -4.0f, float hi = 4.0f) {
   Tensor t = Tensor::allocate(dtype, shape);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/session.h"
 
 namespace ember::test {
 
@@ -66,5 +67,22 @@ class GraphBuilder {
   }
   std::shared_ptr<ir::Graph> g_;
 };
+
+// A session of `g` (the test fails if it cannot be created), with or without
+// the optimizer, for comparing a graph's optimized and plain runs.
+inline std::unique_ptr<runtime::Session> make_session(std::shared_ptr<ir::Graph> g, bool optimize) {
+  runtime::SessionOptions options;
+  options.optimize = optimize;
+  auto s = runtime::Session::create(std::move(g), options);
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  return s.is_ok() ? std::move(s).value() : nullptr;
+}
+
+// The op types of the session's graph after optimization, in order.
+inline std::vector<std::string> op_types(const runtime::Session& s) {
+  std::vector<std::string> ops;
+  for (const ir::Node& n : s.graph().nodes) ops.push_back(n.op_type);
+  return ops;
+}
 
 }  // namespace ember::test

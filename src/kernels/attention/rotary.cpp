@@ -333,16 +333,16 @@ Result<RotaryAttrs> read_attrs(const ir::Node& node, Flavor flavor) {
 }
 
 Result<DType> check_dtypes(const KernelInit& init, const InputIndex& in) {
-  auto dtype = [&](size_t i) { return i < init.input_dtypes.size() ? init.input_dtypes[i] : DType::kUndefined; };
-  const DType t = dtype(in.x);
+  const DType t = input_dtype(init, in.x);
   if (t != DType::kF32 && t != DType::kF16) {
     return invalid_argument("input '{}' is {}; RotaryEmbedding takes float32 or float16", in.x_name, dtype_name(t));
   }
-  if (dtype(in.cos) != t || dtype(in.sin) != t) {
+  if (input_dtype(init, in.cos) != t || input_dtype(init, in.sin) != t) {
     return invalid_argument("inputs 'cos_cache' ({}) and 'sin_cache' ({}) must have the dtype of '{}' ({})",
-                            dtype_name(dtype(in.cos)), dtype_name(dtype(in.sin)), in.x_name, dtype_name(t));
+                            dtype_name(input_dtype(init, in.cos)), dtype_name(input_dtype(init, in.sin)), in.x_name,
+                            dtype_name(t));
   }
-  const DType p = dtype(in.position_ids);
+  const DType p = input_dtype(init, in.position_ids);
   if (p != DType::kUndefined && p != DType::kI64) {
     return invalid_argument("input 'position_ids' is {}; it must be int64", dtype_name(p));
   }

@@ -24,25 +24,12 @@ constexpr int kMaxRows = 4;
 constexpr int kMaxPanelsBlocked = 4;
 constexpr int kMaxPanelsRow = 8;
 
-int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-__mmask16 col_mask(int64_t cols) { return cols >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << cols) - 1u); }
+#include "kernels/matmul/gemm_lowp_avx512.inc"
 
 int pair_at(const uint16_t* a) {
   int v;
   __builtin_memcpy(&v, a, sizeof(v));
   return v;
-}
-
-// Round to nearest even in the high half; a NaN keeps its payload, made quiet.
-void store_bf16(uint16_t* c, __m512 v, int64_t cols) {
-  const __m512i u = _mm512_castps_si512(v);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
-  const __mmask16 is_nan =
-      _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-  const __m512i r = _mm512_mask_or_epi32(rounded, is_nan, u, _mm512_set1_epi32(0x00400000));
-  _mm512_mask_cvtepi32_storeu_epi16(c, col_mask(cols), _mm512_srli_epi32(r, 16));
 }
 
 template <int MR, int NP>

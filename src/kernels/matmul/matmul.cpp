@@ -12,11 +12,6 @@
 namespace ember::kernels {
 namespace {
 
-// One B for every batch and A's batches contiguous: a single tall product.
-bool is_tall(const MatMulGeometry& g) {
-  return shape_numel(g.b_batch) == 1 && shape_numel(g.a_batch) == shape_numel(g.batch);
-}
-
 template <typename T, typename Gemm>
 void matmul_batched(const MatMulGeometry& g, const T* a, const T* b, T* c, Gemm&& gemm_fn) {
   GemmParams p = matrix_params(g);

@@ -20,6 +20,12 @@ struct MatMulGeometry {
 
 Result<MatMulGeometry> matmul_geometry(const Shape& a, const Shape& b);
 
+// One B for every batch and A's batches contiguous: the whole product is a
+// single tall GEMM of batch * m rows.
+inline bool is_tall(const MatMulGeometry& g) {
+  return shape_numel(g.b_batch) == 1 && shape_numel(g.a_batch) == shape_numel(g.batch);
+}
+
 // One batch index of g as a 2-D GEMM over contiguous row-major matrices.
 inline GemmParams matrix_params(const MatMulGeometry& g) {
   GemmParams p;

@@ -107,8 +107,7 @@ Status MatMulLowpKernel::run(KernelContext& ctx) const {
   const auto* b = has_packed_ ? packed_.data() : static_cast<const uint16_t*>(ctx.input(1).data());
   const int64_t panels = (g.n + kLowpPanelCols - 1) / kLowpPanelCols;
   const int64_t b_size = has_packed_ ? panels * lowp_panel_stride(bf16_, g.k) : g.k * g.n;
-  // One B for every batch and A's batches contiguous: a single tall product.
-  const bool tall = shape_numel(g.b_batch) == 1 && shape_numel(g.a_batch) == batches;
+  const bool tall = is_tall(g);
   const int64_t rows = tall ? g.m * batches : g.m;
   const int64_t matrices = tall ? 1 : batches;
   // A thread range may start mid-batch: the matrix indices of a batch come

@@ -5,7 +5,7 @@ namespace ember::kernels {
 
 Status check_float_inputs(const KernelInit& init, size_t required, bool same_dtype) {
   for (size_t i = 0; i < init.input_dtypes.size() || i < required; ++i) {
-    const DType t = i < init.input_dtypes.size() ? init.input_dtypes[i] : DType::kUndefined;
+    const DType t = input_dtype(init, i);
     if (t == DType::kUndefined) {
       if (i < required) return invalid_model("input {} is required", i);
       continue;

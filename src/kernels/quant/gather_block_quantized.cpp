@@ -12,6 +12,7 @@
 
 #include "kernels/common/convert.h"
 #include "kernels/quant/gbq_ukernels.h"
+#include "kernels/quant/nbits_weights.h"
 #include "kernels/quant/quant_ops.h"
 #include "kernels/tensor/gather_scatter_common.h"
 #include "threading/thread_pool.h"
@@ -49,8 +50,6 @@ struct Geometry {
   int64_t axis_dim = 0, slab_rows = 1, k = 0, k_blocks = 0, row_bytes = 0, zp_row_bytes = 0;
 };
 
-int64_t zp_bytes_per_row(int64_t k_blocks, int bits) { return (k_blocks * bits + 7) / 8; }
-
 // Every dim of `t` but the last equals data's, and the last is `last`.
 Status check_like_data(const Tensor& data, const Tensor& t, size_t input, int64_t last, const GbqAttrs& at,
                        int64_t k) {
@@ -78,7 +77,7 @@ Result<Geometry> geometry_of(const KernelContext& ctx, const GbqAttrs& at) {
   g.row_bytes = data.shape().back();
   g.k = g.row_bytes * (8 / at.bits);
   g.k_blocks = (g.k + at.block_size - 1) / at.block_size;
-  g.zp_row_bytes = zp_bytes_per_row(g.k_blocks, at.bits);
+  g.zp_row_bytes = quant::nbits_zp_row_bytes(g.k_blocks, at.bits);
   EMBER_RETURN_IF_ERROR(check_like_data(data, ctx.input(kScales), kScales, g.k_blocks, at, g.k));
   if (ctx.has_input(kZeroPoints)) {
     EMBER_RETURN_IF_ERROR(check_like_data(data, ctx.input(kZeroPoints), kZeroPoints, g.zp_row_bytes, at, g.k));
@@ -198,10 +197,6 @@ class GatherBlockQuantizedKernel final : public OpKernel {
   const quant::GbqTable* ukernels_;
   const ConvertTable* convert_;
 };
-
-DType input_dtype(const KernelInit& init, size_t i) {
-  return i < init.input_dtypes.size() ? init.input_dtypes[i] : DType::kUndefined;
-}
 
 // Returns the output dtype (the scales').
 Result<DType> check_dtypes(const KernelInit& init) {

@@ -100,15 +100,8 @@ class MatMulIntegerKernel final : public OpKernel {
 // Packs a constant 2-D B whose zero point is constant or absent and per tensor
 // or per column; anything else runs the reference loop.
 std::unique_ptr<quant::QGemmWeights> pack_constant_b(const KernelInit& init) {
-  const Tensor* b = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
-  if (!b || b->rank() != 2) return nullptr;
-  const int64_t k = b->shape()[0], n = b->shape()[1];
-  const bool has_zp = init.input_dtypes.size() > 3 && init.input_dtypes[3] != DType::kUndefined;
-  const Tensor* zp = has_zp && init.constant_inputs.size() > 3 ? init.constant_inputs[3] : nullptr;
-  if (has_zp && (!zp || zp->rank() > 2 || (zp->numel() != 1 && zp->numel() != n))) return nullptr;
-  return std::make_unique<quant::QGemmWeights>(quant::pack_qgemm_weights(
-      static_cast<const uint8_t*>(b->data()), b->dtype() == DType::kI8, k, n,
-      zp ? static_cast<const uint8_t*>(zp->data()) : nullptr, zp && zp->numel() > 1 ? 1 : 0));
+  const auto constant = [&](size_t i) { return i < init.constant_inputs.size() ? init.constant_inputs[i] : nullptr; };
+  return quant::pack_constant_weights(constant(1), constant(3), input_dtype(init, 3) != DType::kUndefined);
 }
 
 }  // namespace

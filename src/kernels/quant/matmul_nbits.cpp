@@ -42,11 +42,6 @@ constexpr int64_t kRowReuseTiles = 4;
 // 2^16 MACs (5 tiles at K=896) 1.03 and 0.63: ranges off the four-tile groups run
 // slower single-tile calls.
 constexpr int64_t kTileGrain = kRowReuseTiles;
-// accuracy_level 4 at M = 1 (decode) streams eight tiles at once: eight weight
-// streams keep more DRAM reads in flight than four (a /tmp read loop over
-// 9 KiB streams: 20.4 against 19.2 GB/s) while the int32 and f32 sums still
-// fit in registers; also its thread grain.
-constexpr int64_t kDecodeTiles = 8;
 // Rows of A from which the f32 path dequantizes weights once into panels
 // shared by the rows (f32_q4_gemm) instead of decoding them per row.
 constexpr int64_t kPanelRows = 4;
@@ -242,7 +237,7 @@ class MatMulNBitsKernel final : public OpKernel {
                                   r.scales.data() + r_begin * g.k_blocks, r.sums.data() + r_begin * g.k_blocks);
     });
     const quant::NBitsQ8Rows rows{r.q.data(), r.scales.data(), r.sums.data()};
-    const int64_t group = m == 1 ? kDecodeTiles : kRowReuseTiles;
+    const int64_t group = m == 1 ? quant::kNBitsDecodeTiles : kRowReuseTiles;
     threading::parallel_for(num_tiles, group, [&](int64_t t_begin, int64_t t_end) {
       for (int64_t t0 = t_begin; t0 < t_end; t0 += group) {
         const int64_t col = t0 * kNBitsTileCols;
@@ -323,10 +318,6 @@ Result<NBitsAttrs> read_attrs(const ir::Node& node) {
   at.blob_size = at.block_size * at.bits / 8;
   at.zp_row_bytes = quant::nbits_zp_row_bytes(at.k_blocks, at.bits);
   return at;
-}
-
-DType input_dtype(const KernelInit& init, size_t i) {
-  return i < init.input_dtypes.size() ? init.input_dtypes[i] : DType::kUndefined;
 }
 
 // Returns the dtype of zero_points (kUndefined when absent).

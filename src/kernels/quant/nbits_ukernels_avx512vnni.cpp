@@ -16,7 +16,6 @@ namespace {
 
 constexpr int kMaxRows = 4;
 constexpr int kMaxTiles = 4;
-constexpr int kDecodeTiles = 8;
 
 #include "kernels/quant/nbits_avx512.inc"
 
@@ -96,8 +95,8 @@ void q8_q4_rows(const NBitsQ8Rows& a, const uint8_t* tiles, const NBitsPackedGeo
   const int64_t num_tiles = (cols + 15) / 16;
   int64_t t = 0;
   if constexpr (R == 1) {
-    for (; t + kDecodeTiles <= num_tiles; t += kDecodeTiles) {
-      q8_q4_rows_tiles<1, kDecodeTiles>(a, tiles + t * g.tile_bytes, g, t * 16, cols - t * 16, y, ldy);
+    for (; t + kNBitsDecodeTiles <= num_tiles; t += kNBitsDecodeTiles) {
+      q8_q4_rows_tiles<1, kNBitsDecodeTiles>(a, tiles + t * g.tile_bytes, g, t * 16, cols - t * 16, y, ldy);
     }
   }
   for (; t < num_tiles; t += kMaxTiles) {

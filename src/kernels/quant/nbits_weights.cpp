@@ -73,7 +73,6 @@ NBitsPacked nbits_pack_q4(const NBitsWeights& w) {
                                                                    : 0;
   g.block_bytes = w.block_size / kNBitsOctetK * 64 + kNBitsTileCols * sizeof(float) + zp_bytes;
   g.tile_bytes = g.k_blocks * g.block_bytes;
-  p.n = w.n;
   const int64_t tiles = (w.n + kNBitsTileCols - 1) / kNBitsTileCols;
   p.bytes.resize(static_cast<size_t>(tiles * g.tile_bytes));
   uint8_t* out = static_cast<uint8_t*>(p.bytes.data());

@@ -1,7 +1,7 @@
 #pragma once
-// The quantized B operand of com.microsoft MatMulNBits, read in the file's own
-// layout, and the reference inner loop over it. A later prepacked fast path
-// replaces nbits_dot_f32_ref (and the layout it reads), not the op around it.
+// The quantized B operand of com.microsoft MatMulNBits: read in the file's own
+// layout by the reference loops (f32 and int8 activations), and repacked once
+// into the tile layout of nbits_ukernels.h for the microkernels.
 #include <cstdint>
 
 #include "base/buffer.h"
@@ -50,7 +50,6 @@ void nbits_dot_q8_ref(const NBitsWeights& w, const int8_t* q, const float* a_sca
 // 4-bit weights repacked into the column-tile layout of nbits_ukernels.h.
 struct NBitsPacked {
   NBitsPackedGeometry geometry;
-  int64_t n = 0;
   AlignedBuffer bytes;
 };
 

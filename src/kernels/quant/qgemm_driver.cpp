@@ -57,6 +57,16 @@ QGemmWeights pack_qgemm_weights(const uint8_t* b, bool b_signed, int64_t k, int6
   return w;
 }
 
+std::unique_ptr<QGemmWeights> pack_constant_weights(const Tensor* b, const Tensor* zp, bool zp_given) {
+  if (!b || b->rank() != 2) return nullptr;
+  const int64_t k = b->shape()[0], n = b->shape()[1];
+  if (zp_given && (!zp || zp->rank() > 2 || (zp->numel() != 1 && zp->numel() != n))) return nullptr;
+  return std::make_unique<QGemmWeights>(pack_qgemm_weights(static_cast<const uint8_t*>(b->data()),
+                                                           b->dtype() == DType::kI8, k, n,
+                                                           zp ? static_cast<const uint8_t*>(zp->data()) : nullptr,
+                                                           zp && zp->numel() > 1 ? 1 : 0));
+}
+
 void run_qgemm(const QGemmTable& table, const QGemmWeights& w, const QGemmA& a, const QGemmRequant* requant,
                void* c) {
   if (a.m == 0 || w.n == 0) return;

@@ -4,9 +4,11 @@
 // tasks of up to 64 rows x 64 columns over the thread pool. Every output is an
 // exact int32 sum (or a function of one), so the split never changes a bit.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "base/buffer.h"
+#include "base/tensor.h"
 #include "kernels/quant/qgemm.h"
 
 namespace ember::kernels::quant {
@@ -27,6 +29,12 @@ struct QGemmWeights {
 // b_zp[j * b_zp_stride] (stride 0: per tensor); null means 0.
 QGemmWeights pack_qgemm_weights(const uint8_t* b, bool b_signed, int64_t k, int64_t n, const uint8_t* b_zp,
                                 int64_t b_zp_stride);
+
+// The packed form of a constant B [k, n] (u8 or s8) and its zero point, or null
+// when they do not fit the packed path: B not constant or not 2-D, or a zero
+// point that is given but not constant, or neither per tensor nor per column.
+// `zp_given`: the node has a zero-point input (null `zp` then means run-time).
+std::unique_ptr<QGemmWeights> pack_constant_weights(const Tensor* b, const Tensor* zp, bool zp_given);
 
 // One A matrix [m, k] (int8 when is_signed), row stride k; zero point of row i at
 // zp[i * zp_stride] (null: 0).

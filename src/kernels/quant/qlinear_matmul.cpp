@@ -121,14 +121,7 @@ class QLinearMatMulKernel final : public OpKernel {
 // Packs a constant 2-D B whose constant zero point is per tensor or per column.
 std::unique_ptr<quant::QGemmWeights> pack_constant_b(const KernelInit& init) {
   if (init.constant_inputs.size() <= kBZp) return nullptr;
-  const Tensor* b = init.constant_inputs[kB];
-  const Tensor* zp = init.constant_inputs[kBZp];
-  if (!b || !zp || b->rank() != 2) return nullptr;
-  const int64_t k = b->shape()[0], n = b->shape()[1];
-  if (zp->rank() > 2 || (zp->numel() != 1 && zp->numel() != n)) return nullptr;
-  return std::make_unique<quant::QGemmWeights>(
-      quant::pack_qgemm_weights(static_cast<const uint8_t*>(b->data()), b->dtype() == DType::kI8, k, n,
-                                static_cast<const uint8_t*>(zp->data()), zp->numel() > 1 ? 1 : 0));
+  return quant::pack_constant_weights(init.constant_inputs[kB], init.constant_inputs[kBZp], true);
 }
 
 }  // namespace

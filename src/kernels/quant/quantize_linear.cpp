@@ -133,6 +133,13 @@ float scale_at(const Tensor& s, int64_t i) {
   return s.data_as<float>()[i];
 }
 
+const Tensor* zero_point_of(const KernelContext& ctx) { return ctx.has_input(2) ? &ctx.input(2) : nullptr; }
+
+// The layout of (x, scale, zero point), the inputs 0..2 of both Q and DQ.
+Result<QuantLayout> layout_of(const KernelContext& ctx, int64_t axis, int64_t block) {
+  return quant_layout(ctx.input(0).shape(), ctx.input(1), zero_point_of(ctx), axis, block);
+}
+
 class QuantizeKernel final : public OpKernel {
  public:
   QuantizeKernel(DType x_type, DType scale_type, DType y_type, int64_t axis, int64_t block)
@@ -141,8 +148,7 @@ class QuantizeKernel final : public OpKernel {
         table_(&quant::qgemm_table()) {}
 
   Status infer(KernelContext& ctx) const override {
-    const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-    EMBER_RETURN_IF_ERROR(quant_layout(ctx.input(0).shape(), ctx.input(1), zp, axis_, block_).status());
+    EMBER_RETURN_IF_ERROR(layout_of(ctx, axis_, block_).status());
     ctx.set_output(0, y_type_, ctx.input(0).shape());
     return Status::ok();
   }
@@ -150,8 +156,8 @@ class QuantizeKernel final : public OpKernel {
   Status run(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Tensor& scale = ctx.input(1);
-    const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-    EMBER_ASSIGN_OR_RETURN(QuantLayout l, quant_layout(x.shape(), scale, zp, axis_, block_));
+    const Tensor* zp = zero_point_of(ctx);
+    EMBER_ASSIGN_OR_RETURN(QuantLayout l, layout_of(ctx, axis_, block_));
     Tensor& y = ctx.output(0);
     if (simd_ && l.s_inner == 0) {
       const float* xs = x.data_as<float>();
@@ -199,8 +205,7 @@ class DequantizeKernel final : public OpKernel {
       : x_type_(x_type), y_type_(y_type), axis_(axis), block_(block) {}
 
   Status infer(KernelContext& ctx) const override {
-    const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-    EMBER_RETURN_IF_ERROR(quant_layout(ctx.input(0).shape(), ctx.input(1), zp, axis_, block_).status());
+    EMBER_RETURN_IF_ERROR(layout_of(ctx, axis_, block_).status());
     ctx.set_output(0, y_type_, ctx.input(0).shape());
     return Status::ok();
   }
@@ -208,8 +213,8 @@ class DequantizeKernel final : public OpKernel {
   Status run(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Tensor& scale = ctx.input(1);
-    const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-    EMBER_ASSIGN_OR_RETURN(QuantLayout l, quant_layout(x.shape(), scale, zp, axis_, block_));
+    const Tensor* zp = zero_point_of(ctx);
+    EMBER_ASSIGN_OR_RETURN(QuantLayout l, layout_of(ctx, axis_, block_));
     Tensor& y = ctx.output(0);
     EMBER_SWITCH_INT(x_type_, TX, {
       const TX* xs = x.data_as<TX>();
