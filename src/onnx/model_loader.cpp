@@ -11,7 +11,7 @@ namespace ember::onnx {
 namespace {
 
 constexpr int64_t kMinIrVersion = 3;
-constexpr int64_t kMaxIrVersion = 10;
+constexpr int64_t kMaxIrVersion = 12;  // ONNX 1.19-1.20; element types added since are refused per tensor
 // Model-local functions may call each other; a cycle would inline forever.
 constexpr int kMaxInlineDepth = 32;
 

@@ -1,0 +1,315 @@
+// attend()'s optimized path.
+//
+// Decode (every slice has at most kDecodeRows rows): each (slice, row) splits its
+// visible keys into chunks of kKeyChunk. One work item scores a chunk for all the
+// slice's heads (each key row read once for the group), takes the chunk's max m,
+// p = exp(score - m), l = sum p and acc = sum p v; a second pass merges the
+// chunks of every row in chunk order (out = sum acc_c e^(m_c - M) / sum l_c e^(m_c - M)).
+// Chunks are fixed by the shapes, so the result is the same for any thread count.
+//
+// Prompt (more rows): K^T and V of each slice are packed once into GEMM panels;
+// a work item is one head and a block of kRowBlock rows: S = scale Q K^T over the
+// keys the block can see (causal blocks stop at their diagonal), softmax per row
+// in place, out = S V, then each row is divided by its sum.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "base/buffer.h"
+#include "kernels/attention/attention_fast.h"
+#include "kernels/attention/attention_ukernels.h"
+#include "kernels/elementwise/unary_ukernels.h"
+#include "kernels/matmul/sgemm.h"
+#include "kernels/norm/row_ukernels.h"
+#include "threading/thread_pool.h"
+
+namespace ember::kernels::attention {
+namespace {
+
+constexpr int64_t kDecodeRows = 4;
+// Keys per decode work item: its scores (heads x 256 floats) stay in L1.
+constexpr int64_t kKeyChunk = 256;
+constexpr int64_t kRowBlock = 64;
+// Multiply-adds a parallel_for range should hold before a second thread pays.
+constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+float* grow(AlignedBuffer& b, int64_t floats) {
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(floats, 1)) * sizeof(float);
+  if (b.size() < bytes) b.resize(bytes);
+  return static_cast<float*>(b.data());
+}
+
+thread_local AlignedBuffer t_scores;
+thread_local AlignedBuffer t_partials;
+thread_local AlignedBuffer t_packed;
+thread_local std::vector<AttentionSlice> t_slices;
+thread_local std::vector<int64_t> t_offsets;
+
+struct Kernels {
+  const AttentionTable& attn = attention_table();
+  const RowTable& row = row_table();
+  UnaryF32Fn tanh = unary_table().get(UnaryKind::kTanh);
+  const sgemm::SgemmTable& gemm = sgemm::sgemm_table();
+};
+
+// Softcap and bias on scores of keys [first, first + n) of one row, in the spec's order.
+void adjust_scores(const Kernels& kn, const AttentionSpec& spec, const float* bias, int64_t first, float* s, int64_t n) {
+  auto cap = [&] {
+    kn.row.scale(s, s, n, 1.0f / spec.softcap);
+    kn.tanh(s, s, n, UnaryParams{});
+    kn.row.scale(s, s, n, spec.softcap);
+  };
+  if (spec.softcap > 0 && !spec.softcap_after_bias) cap();
+  if (bias) {
+    for (int64_t t = 0; t < n; ++t) s[t] += bias[first + t];
+  }
+  if (spec.softcap > 0 && spec.softcap_after_bias) cap();
+}
+
+const float* row_bias(const AttentionSlice& s, int64_t h, int64_t r) {
+  return s.bias ? s.bias + h * s.bias_head_stride + r * s.bias_row_stride : nullptr;
+}
+
+// p = exp(s - max) in place; returns {max, sum}. A row of only -inf becomes zeros.
+std::pair<float, float> exp_row(const Kernels& kn, float* s, int64_t n) {
+  const float m = kn.row.max(s, n);
+  if (m == kNegInf || n == 0) {
+    std::fill(s, s + n, 0.0f);
+    return {kNegInf, 0.0f};
+  }
+  return {m, kn.row.exp_sum(s, s, n, m)};
+}
+
+// ---- decode ----
+
+struct DecodeLayout {
+  int64_t stride = 0;  // floats of one head's partial: m, l, acc[v_head_size]
+};
+
+int64_t chunks_of(const AttentionSlice& s, int64_t r) {
+  const int64_t len = slice_key_end(s, r) - slice_key_first(s, r);
+  return std::max<int64_t>(1, (len + kKeyChunk - 1) / kKeyChunk);
+}
+
+void decode_item(const Kernels& kn, const AttentionSpec& spec, const AttentionSlice& s, int64_t r, int64_t c,
+                 float* partial, int64_t stride) {
+  const int64_t first = slice_key_first(s, r) + c * kKeyChunk;
+  const int64_t n = std::max<int64_t>(0, std::min(kKeyChunk, slice_key_end(s, r) - first));
+  float* scores = grow(t_scores, s.heads * kKeyChunk);
+  for (int64_t h = 0; h < s.heads; ++h) {
+    float* ph = partial + h * stride;
+    ph[0] = kNegInf;
+    ph[1] = 0.0f;
+    std::fill(ph + 2, ph + 2 + spec.v_head_size, 0.0f);
+  }
+  if (n == 0) return;
+  kn.attn.f32_qk(s.q + r * s.q_row_stride, s.q_head_stride, s.heads, s.k + first * s.k_row_stride, s.k_row_stride, n,
+                 spec.head_size, spec.scale, scores, kKeyChunk);
+  for (int64_t h = 0; h < s.heads; ++h) {
+    float* row = scores + h * kKeyChunk;
+    adjust_scores(kn, spec, row_bias(s, h, r), first, row, n);
+    const auto [m, l] = exp_row(kn, row, n);
+    partial[h * stride] = m;
+    partial[h * stride + 1] = l;
+  }
+  kn.attn.f32_pv(scores, kKeyChunk, s.heads, s.v + first * s.v_row_stride, s.v_row_stride, n, spec.v_head_size,
+                 partial + 2, stride);
+}
+
+void decode_merge(const AttentionSpec& spec, const AttentionSlice& s, int64_t r, int64_t chunks, const float* partial,
+                  int64_t item_floats, int64_t stride) {
+  for (int64_t h = 0; h < s.heads; ++h) {
+    float* out = s.out + h * s.out_head_stride + r * s.out_row_stride;
+    float m = kNegInf;
+    for (int64_t c = 0; c < chunks; ++c) m = std::max(m, partial[c * item_floats + h * stride]);
+    const float sink = spec.smooth_softmax ? (s.sinks ? s.sinks[h] : 0.0f) : kNegInf;
+    m = std::max(m, sink);
+    std::fill(out, out + spec.v_head_size, 0.0f);
+    if (m == kNegInf) continue;
+    float sum = spec.smooth_softmax ? std::exp(sink - m) : 0.0f;
+    for (int64_t c = 0; c < chunks; ++c) {
+      const float* p = partial + c * item_floats + h * stride;
+      if (p[0] == kNegInf) continue;
+      const float w = std::exp(p[0] - m);
+      sum += w * p[1];
+      for (int64_t d = 0; d < spec.v_head_size; ++d) out[d] += w * p[2 + d];
+    }
+    const float inv = sum > 0 ? 1.0f / sum : 0.0f;
+    for (int64_t d = 0; d < spec.v_head_size; ++d) out[d] *= inv;
+  }
+}
+
+void attend_decode(const Kernels& kn, const AttentionSpec& spec, std::span<const AttentionSlice> slices) {
+  // offsets[i * kDecodeRows + r]: the first work item of (slice i, row r), one per key chunk.
+  std::vector<int64_t>& offsets = t_offsets;
+  offsets.assign(slices.size() * kDecodeRows + 1, 0);
+  int64_t items = 0, macs = 0, max_heads = 1;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const AttentionSlice& s = slices[i];
+    max_heads = std::max(max_heads, s.heads);
+    for (int64_t r = 0; r < kDecodeRows; ++r) {
+      offsets[i * kDecodeRows + static_cast<size_t>(r)] = items;
+      if (r >= s.rows) continue;
+      items += chunks_of(s, r);
+      macs += (slice_key_end(s, r) - slice_key_first(s, r)) * s.heads * (spec.head_size + spec.v_head_size);
+    }
+  }
+  offsets.back() = items;
+  const int64_t stride = 2 + spec.v_head_size;
+  const int64_t item_floats = max_heads * stride;
+  float* partials = grow(t_partials, items * item_floats);
+  const bool parallel = macs >= kMinParallelMacs;
+  threading::parallel_for(items, parallel ? 1 : std::max<int64_t>(items, 1), [&](int64_t begin, int64_t end) {
+    auto pos = static_cast<size_t>(std::upper_bound(offsets.begin(), offsets.end(), begin) - offsets.begin()) - 1;
+    for (int64_t it = begin; it < end; ++it) {
+      while (offsets[pos + 1] <= it) ++pos;
+      const AttentionSlice& s = slices[pos / kDecodeRows];
+      decode_item(kn, spec, s, static_cast<int64_t>(pos % kDecodeRows), it - offsets[pos], partials + it * item_floats,
+                  stride);
+    }
+  });
+  const auto pairs = static_cast<int64_t>(slices.size()) * kDecodeRows;
+  threading::parallel_for(pairs, parallel ? 1 : std::max<int64_t>(pairs, 1), [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const AttentionSlice& s = slices[static_cast<size_t>(p / kDecodeRows)];
+      if (p % kDecodeRows >= s.rows) continue;
+      const int64_t first = offsets[static_cast<size_t>(p)];
+      decode_merge(spec, s, p % kDecodeRows, offsets[static_cast<size_t>(p) + 1] - first,
+                   partials + first * item_floats, item_floats, stride);
+    }
+  });
+}
+
+// ---- prompt ----
+
+struct PackedSlice {
+  const float* k = nullptr;  // K^T [head_size, keys] in panels of nr
+  const float* v = nullptr;  // V [keys, v_head_size] in panels of nr
+};
+
+void prompt_item(const Kernels& kn, const AttentionSpec& spec, const AttentionSlice& s, const PackedSlice& pk,
+                 int64_t h, int64_t r0) {
+  const int64_t nr = kn.gemm.nr;
+  const int64_t rows = std::min(kRowBlock, s.rows - r0);
+  const int64_t k0 = slice_key_first(s, r0) / nr * nr;
+  int64_t k1 = 0;
+  for (int64_t r = r0; r < r0 + rows; ++r) k1 = std::max(k1, slice_key_end(s, r));
+  float* out = s.out + h * s.out_head_stride + r0 * s.out_row_stride;
+  if (k1 <= k0) {
+    for (int64_t r = 0; r < rows; ++r) std::fill(out + r * s.out_row_stride, out + r * s.out_row_stride + spec.v_head_size, 0.0f);
+    return;
+  }
+  const int64_t n = k1 - k0;
+  float* scores = grow(t_scores, rows * n + rows);
+  float* inv = scores + rows * n;
+  sgemm::PackedProblem qk;
+  qk.m = rows;
+  qk.n = n;
+  qk.k = spec.head_size;
+  qk.a = s.q + h * s.q_head_stride + r0 * s.q_row_stride;
+  qk.lda = s.q_row_stride;
+  qk.packed_b = pk.k + k0 / nr * spec.head_size * nr;
+  qk.c = scores;
+  qk.ldc = n;
+  qk.alpha = spec.scale;
+  sgemm::gemm_packed(kn.gemm, qk);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = scores + r * n;
+    const int64_t first = slice_key_first(s, r0 + r), end = slice_key_end(s, r0 + r);
+    std::fill(row, row + std::max<int64_t>(0, first - k0), 0.0f);
+    std::fill(row + std::max<int64_t>(0, end - k0), row + n, 0.0f);
+    if (end <= first) {
+      inv[r] = 0.0f;
+      continue;
+    }
+    float* vis = row + (first - k0);
+    adjust_scores(kn, spec, row_bias(s, h, r0 + r), first, vis, end - first);
+    float m = kn.row.max(vis, end - first);
+    const float sink = spec.smooth_softmax ? (s.sinks ? s.sinks[h] : 0.0f) : kNegInf;
+    m = std::max(m, sink);
+    if (m == kNegInf) {
+      std::fill(vis, vis + (end - first), 0.0f);
+      inv[r] = 0.0f;
+      continue;
+    }
+    float sum = kn.row.exp_sum(vis, vis, end - first, m);
+    if (spec.smooth_softmax) sum += std::exp(sink - m);
+    inv[r] = sum > 0 ? 1.0f / sum : 0.0f;
+  }
+  for (int64_t p0 = 0; p0 < spec.v_head_size; p0 += nr) {
+    sgemm::PackedProblem pv;
+    pv.m = rows;
+    pv.n = std::min(nr, spec.v_head_size - p0);
+    pv.k = n;
+    pv.a = scores;
+    pv.lda = n;
+    pv.packed_b = pk.v + p0 * s.keys + k0 * nr;
+    pv.c = out + p0;
+    pv.ldc = s.out_row_stride;
+    sgemm::gemm_packed(kn.gemm, pv);
+  }
+  for (int64_t r = 0; r < rows; ++r) kn.row.scale(out + r * s.out_row_stride, out + r * s.out_row_stride, spec.v_head_size, inv[r]);
+}
+
+void attend_prompt(const Kernels& kn, const AttentionSpec& spec, std::span<const AttentionSlice> slices) {
+  const int64_t nr = kn.gemm.nr;
+  std::vector<int64_t>& offsets = t_offsets;  // packed floats, then row-block items, per slice
+  offsets.assign(2 * slices.size() + 2, 0);
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const AttentionSlice& s = slices[i];
+    offsets[i + 1] = offsets[i] + sgemm::packed_b_floats(spec.head_size, s.keys, nr) +
+                     sgemm::packed_b_floats(s.keys, spec.v_head_size, nr);
+  }
+  const size_t items_at = slices.size() + 1;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const AttentionSlice& s = slices[i];
+    offsets[items_at + i + 1] = offsets[items_at + i] + s.heads * ((s.rows + kRowBlock - 1) / kRowBlock);
+  }
+  float* packed = grow(t_packed, offsets[slices.size()]);
+  threading::parallel_for(static_cast<int64_t>(slices.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const AttentionSlice& s = slices[static_cast<size_t>(i)];
+      float* kp = packed + offsets[static_cast<size_t>(i)];
+      sgemm::pack_b(s.k, s.k_row_stride, true, spec.head_size, s.keys, nr, kp);
+      sgemm::pack_b(s.v, s.v_row_stride, false, s.keys, spec.v_head_size, nr,
+                    kp + sgemm::packed_b_floats(spec.head_size, s.keys, nr));
+    }
+  });
+  const int64_t items = offsets[items_at + slices.size()];
+  threading::parallel_for(items, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t it = begin; it < end; ++it) {
+      const auto first = offsets.begin() + static_cast<std::ptrdiff_t>(items_at);
+      const auto i = static_cast<size_t>(std::upper_bound(first, offsets.end(), it) - first) - 1;
+      const AttentionSlice& s = slices[i];
+      const int64_t local = it - offsets[items_at + i];
+      const int64_t blocks = (s.rows + kRowBlock - 1) / kRowBlock;
+      const float* kp = packed + offsets[i];
+      const PackedSlice pk{kp, kp + sgemm::packed_b_floats(spec.head_size, s.keys, nr)};
+      prompt_item(kn, spec, s, pk, local / blocks, local % blocks * kRowBlock);
+    }
+  });
+}
+
+}  // namespace
+
+void attend_fast(const AttentionSpec& spec, int64_t count, threading::FunctionRef<AttentionSlice(int64_t)> slice) {
+  static const Kernels kernels;
+  std::vector<AttentionSlice>& slices = t_slices;
+  slices.clear();
+  int64_t max_rows = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    slices.push_back(slice(i));
+    max_rows = std::max(max_rows, slices.back().rows);
+  }
+  if (max_rows <= kDecodeRows) {
+    attend_decode(kernels, spec, slices);
+  } else {
+    attend_prompt(kernels, spec, slices);
+  }
+}
+
+}  // namespace ember::kernels::attention

@@ -1,0 +1,102 @@
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/attention/attention_ukernels.h"
+
+namespace ember::kernels::attention {
+namespace {
+
+__mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+// q . k over head_size with 16-lane partial sums left in the vector.
+__m512 dot_partials(const float* q, const float* k, int64_t head_size) {
+  __m512 acc = _mm512_setzero_ps();
+  int64_t d = 0;
+  for (; d + 16 <= head_size; d += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(k + d), acc);
+  if (d < head_size) {
+    const __mmask16 m = tail_mask(head_size - d);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), _mm512_maskz_loadu_ps(m, k + d), acc);
+  }
+  return acc;
+}
+
+// Per 128-bit lane: the lane sums of a, b, c, d in elements 0..3.
+__m512 lane_sums4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  return _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xEE));
+}
+
+// Element j = the full sum of v[j]: a transpose-and-add tree, about 3 shuffles per key
+// instead of a horizontal reduction each.
+__m512 reduce16(const __m512* v) {
+  const __m512 a = lane_sums4(v[0], v[1], v[2], v[3]);
+  const __m512 b = lane_sums4(v[4], v[5], v[6], v[7]);
+  const __m512 c = lane_sums4(v[8], v[9], v[10], v[11]);
+  const __m512 d = lane_sums4(v[12], v[13], v[14], v[15]);
+  const __m512 x = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
+  const __m512 y = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x88), _mm512_shuffle_f32x4(c, d, 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x88), _mm512_shuffle_f32x4(x, y, 0xDD));
+}
+
+void f32_qk_avx512_u16(const float* q, int64_t q_head_stride, int64_t heads, const float* k, int64_t k_row_stride,
+                       int64_t keys, int64_t head_size, float scale, float* scores, int64_t ld) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (int64_t t0 = 0; t0 < keys; t0 += 16) {
+    const int64_t n = keys - t0 < 16 ? keys - t0 : 16;
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* qh = q + h * q_head_stride;
+      __m512 part[16];
+      for (int64_t j = 0; j < 16; ++j) {
+        part[j] = j < n ? dot_partials(qh, k + (t0 + j) * k_row_stride, head_size) : _mm512_setzero_ps();
+      }
+      const __m512 s = _mm512_mul_ps(reduce16(part), vscale);
+      _mm512_mask_storeu_ps(scores + h * ld + t0, tail_mask(n), s);
+    }
+  }
+}
+
+// G heads at a time keep G accumulators of one 16-float column block in registers
+// while each value row block is loaded once.
+template <int G>
+void pv_heads(const float* p, int64_t ld, const float* v, int64_t v_row_stride, int64_t keys, int64_t v_head_size,
+              float* acc, int64_t acc_stride) {
+  for (int64_t d = 0; d < v_head_size; d += 16) {
+    const __mmask16 m = v_head_size - d < 16 ? tail_mask(v_head_size - d) : static_cast<__mmask16>(0xFFFF);
+    __m512 a[G];
+    for (int g = 0; g < G; ++g) a[g] = _mm512_maskz_loadu_ps(m, acc + g * acc_stride + d);
+    for (int64_t t = 0; t < keys; ++t) {
+      const __m512 vt = _mm512_maskz_loadu_ps(m, v + t * v_row_stride + d);
+      for (int g = 0; g < G; ++g) a[g] = _mm512_fmadd_ps(_mm512_set1_ps(p[g * ld + t]), vt, a[g]);
+    }
+    for (int g = 0; g < G; ++g) _mm512_mask_storeu_ps(acc + g * acc_stride + d, m, a[g]);
+  }
+}
+
+void f32_pv_avx512_g8(const float* p, int64_t ld, int64_t heads, const float* v, int64_t v_row_stride, int64_t keys,
+                      int64_t v_head_size, float* acc, int64_t acc_stride) {
+  int64_t h = 0;
+  for (; h + 8 <= heads; h += 8) pv_heads<8>(p + h * ld, ld, v, v_row_stride, keys, v_head_size, acc + h * acc_stride, acc_stride);
+  const float* ph = p + h * ld;
+  float* ah = acc + h * acc_stride;
+  switch (heads - h) {
+    case 7: pv_heads<7>(ph, ld, v, v_row_stride, keys, v_head_size, ah, acc_stride); break;
+    case 6: pv_heads<6>(ph, ld, v, v_row_stride, keys, v_head_size, ah, acc_stride); break;
+    case 5: pv_heads<5>(ph, ld, v, v_row_stride, keys, v_head_size, ah, acc_stride); break;
+    case 4: pv_heads<4>(ph, ld, v, v_row_stride, keys, v_head_size, ah, acc_stride); break;
+    case 3: pv_heads<3>(ph, ld, v, v_row_stride, keys, v_head_size, ah, acc_stride); break;
+    case 2: pv_heads<2>(ph, ld, v, v_row_stride, keys, v_head_size, ah, acc_stride); break;
+    case 1: pv_heads<1>(ph, ld, v, v_row_stride, keys, v_head_size, ah, acc_stride); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+void fill_attention_avx512(AttentionTable& t) {
+  t.f32_qk = f32_qk_avx512_u16;
+  t.f32_pv = f32_pv_avx512_g8;
+}
+
+}  // namespace ember::kernels::attention

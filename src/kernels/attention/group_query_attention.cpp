@@ -1,0 +1,390 @@
+// com.microsoft GroupQueryAttention as ONNX Runtime's CPU kernel defines it.
+//
+// Inputs: query [B, S, N*H] (or packed Q|K|V [B, S, (N + 2 Nkv) H] with key and
+// value omitted), key/value [B, S, Nkv*H], past_key/past_value BNSH
+// [B, Nkv, P, H], seqlens_k int32 [B] (total length - 1 per batch row),
+// total_sequence_length int32 scalar, cos_cache/sin_cache [max_pos, rot/2],
+// position_ids int64 [B, S], attention_bias [B|1, N|1, S, T], head_sink [N].
+// Outputs: output [B, S, N*H], present_key/present_value [B, Nkv, max(P, total), H].
+//
+// Row b has total_b = seqlens_k[b] + 1 keys. The call is a first prompt when
+// S == total_sequence_length (its rows are causal from 0; rows at or past total_b
+// are padding), a subsequent prompt when 1 < S != total (batch 1), else decode
+// (S == 1). New keys land at positions past_b = total_b - S (0 for a first
+// prompt). When present and past are one buffer (past_present_share_buffer) the
+// new rows are written in place; otherwise present is past's first past_b rows,
+// the new rows, and zeros. Scores are scale * q.k, softcapped, plus the bias;
+// query head n reads kv head n / (N / Nkv); local_window_size w > 0 lets a row
+// see only its last w keys. smooth_softmax or head_sink add exp(sink) to the
+// softmax denominator.
+#include "kernels/attention/group_query_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "base/buffer.h"
+#include "kernels/attention/attention_core.h"
+#include "kernels/attention/rotary_ukernels.h"
+#include "threading/thread_pool.h"
+
+namespace ember::kernels::attention {
+namespace {
+
+enum Input : size_t {
+  kQuery, kKey, kValue, kPastKey, kPastValue, kSeqlensK, kTotalSeqLen, kCos, kSin, kPositionIds, kBias, kHeadSink
+};
+
+struct GqaAttrs {
+  int64_t num_heads = 0, kv_num_heads = 0;
+  float scale = 0.0f, softcap = 0.0f;
+  int64_t local_window = -1;
+  bool do_rotary = false, interleaved = false, smooth_softmax = false;
+};
+
+struct Dims {
+  int64_t batch = 0, seq = 0, head_size = 0, past = 0, total = 0, present = 0, rot = 0;
+  bool packed = false;
+};
+
+// Rows of at least this many elements per parallel_for range when rotating and
+// storing new keys: a decode step (one row per head) stays inline.
+constexpr int64_t kCopyGrainElements = 16384;
+
+thread_local AlignedBuffer t_query;
+
+class GroupQueryAttention final : public OpKernel {
+ public:
+  explicit GroupQueryAttention(GqaAttrs at) : at_(at), rotary_(&rotary_table()) {}
+
+  Status infer(KernelContext& ctx) const override {
+    EMBER_ASSIGN_OR_RETURN(Dims d, dims(ctx));
+    const int64_t hidden = at_.num_heads * d.head_size;
+    ctx.set_output(0, DType::kF32, Shape{d.batch, d.seq, hidden});
+    ctx.set_output(1, DType::kF32, Shape{d.batch, at_.kv_num_heads, d.present, d.head_size});
+    ctx.set_output(2, DType::kF32, Shape{d.batch, at_.kv_num_heads, d.present, d.head_size});
+    return Status::ok();
+  }
+
+  Status run(KernelContext& ctx) const override;
+
+ private:
+  Result<Dims> dims(const KernelContext& ctx) const;
+  Status check_lengths(const KernelContext& ctx, const Dims& d, bool first_prompt) const;
+  int64_t position(const KernelContext& ctx, const Dims& d, bool first_prompt, int64_t b, int64_t s) const;
+  void rotate(const float* x, const float* cos, const float* sin, float* y, const Dims& d) const;
+
+  GqaAttrs at_;
+  const RotaryTable* rotary_;
+};
+
+Result<Dims> GroupQueryAttention::dims(const KernelContext& ctx) const {
+  const Tensor& q = ctx.input(kQuery);
+  if (q.rank() != 3) return invalid_argument("input 'query' {} must be 3-D [batch, sequence, hidden]", q.describe());
+  Dims d;
+  d.batch = q.dim(0);
+  d.seq = q.dim(1);
+  d.packed = !ctx.has_input(kKey);
+  const int64_t heads = d.packed ? at_.num_heads + 2 * at_.kv_num_heads : at_.num_heads;
+  d.head_size = q.dim(2) / heads;
+  if (d.head_size * heads != q.dim(2) || d.head_size == 0) {
+    return invalid_argument("input 'query' {}: hidden size {} is not a multiple of {} heads{}", q.describe(), q.dim(2),
+                            heads, d.packed ? " (packed Q, K and V)" : "");
+  }
+  if (d.packed != !ctx.has_input(kValue)) {
+    return invalid_argument("inputs 'key' and 'value' must both be given or both be omitted (packed QKV)");
+  }
+  if (!d.packed) {
+    for (size_t i : {kKey, kValue}) {
+      const Tensor& t = ctx.input(i);
+      if (t.rank() != 3 || t.dim(0) != d.batch || t.dim(1) != d.seq || t.dim(2) != at_.kv_num_heads * d.head_size) {
+        return invalid_argument("input '{}' {} must be [batch={}, sequence={}, kv_num_heads * head_size={}]",
+                                i == kKey ? "key" : "value", t.describe(), d.batch, d.seq,
+                                at_.kv_num_heads * d.head_size);
+      }
+    }
+  }
+  if (ctx.has_input(kPastKey) != ctx.has_input(kPastValue)) {
+    return invalid_argument("inputs 'past_key' and 'past_value' must both be given or both be omitted");
+  }
+  if (ctx.has_input(kPastKey)) {
+    const Tensor& pk = ctx.input(kPastKey);
+    if (pk.rank() != 4 || pk.dim(0) != d.batch || pk.dim(1) != at_.kv_num_heads || pk.dim(3) != d.head_size ||
+        pk.shape() != ctx.input(kPastValue).shape()) {
+      return invalid_argument("inputs 'past_key' {} and 'past_value' {} must both be [batch={}, kv_num_heads={}, "
+                              "past, head_size={}]",
+                              pk.describe(), ctx.input(kPastValue).describe(), d.batch, at_.kv_num_heads, d.head_size);
+    }
+    d.past = pk.dim(2);
+  }
+  const Tensor& seqlens = ctx.input(kSeqlensK);
+  if (seqlens.rank() != 1 || seqlens.dim(0) != d.batch) {
+    return invalid_argument("input 'seqlens_k' {} must be [batch={}]", seqlens.describe(), d.batch);
+  }
+  const Tensor& total = ctx.input(kTotalSeqLen);
+  if (total.numel() != 1 || total.rank() > 1) {
+    return invalid_argument("input 'total_sequence_length' {} must be a scalar", total.describe());
+  }
+  if (!ctx.has_value(kTotalSeqLen)) return needs_value(kTotalSeqLen);
+  d.total = total.data_as<int32_t>()[0];
+  if (d.total < d.seq) {
+    return invalid_argument("total_sequence_length {} is less than the sequence length {}", d.total, d.seq);
+  }
+  d.present = std::max(d.total, d.past);
+  if (at_.do_rotary) {
+    if (!ctx.has_input(kCos) || !ctx.has_input(kSin)) {
+      return invalid_argument("do_rotary=1 needs inputs 'cos_cache' and 'sin_cache'");
+    }
+    const Tensor& cos = ctx.input(kCos);
+    if (cos.rank() != 2 || cos.shape() != ctx.input(kSin).shape() || 2 * cos.dim(1) > d.head_size) {
+      return invalid_argument("inputs 'cos_cache' {} and 'sin_cache' {} must both be [max_position, rotary_dim / 2] "
+                              "with rotary_dim <= head_size={}",
+                              cos.describe(), ctx.input(kSin).describe(), d.head_size);
+    }
+    d.rot = 2 * cos.dim(1);
+  }
+  if (ctx.has_input(kBias)) {
+    const Tensor& bias = ctx.input(kBias);
+    if (bias.rank() != 4 || (bias.dim(0) != 1 && bias.dim(0) != d.batch) ||
+        (bias.dim(1) != 1 && bias.dim(1) != at_.num_heads) || bias.dim(2) != d.seq || bias.dim(3) < d.total) {
+      return invalid_argument("input 'attention_bias' {} must be [batch={} or 1, num_heads={} or 1, sequence={}, "
+                              ">= total_sequence_length={}]",
+                              bias.describe(), d.batch, at_.num_heads, d.seq, d.total);
+    }
+  }
+  if (ctx.has_input(kHeadSink)) {
+    const Tensor& sink = ctx.input(kHeadSink);
+    if (sink.rank() != 1 || sink.dim(0) != at_.num_heads) {
+      return invalid_argument("input 'head_sink' {} must be [num_heads={}]", sink.describe(), at_.num_heads);
+    }
+  }
+  if (d.seq > 1 && d.seq != d.total && d.batch != 1) {
+    return invalid_argument("a prompt with past context (sequence {} < total_sequence_length {}) needs batch 1, got {}",
+                            d.seq, d.total, d.batch);
+  }
+  return d;
+}
+
+Status GroupQueryAttention::check_lengths(const KernelContext& ctx, const Dims& d, bool first_prompt) const {
+  const int32_t* seqlens = ctx.input(kSeqlensK).data_as<int32_t>();
+  for (int64_t b = 0; b < d.batch; ++b) {
+    const int64_t total_b = int64_t{seqlens[b]} + 1;
+    const int64_t least = first_prompt ? 1 : d.seq;
+    if (total_b < least || total_b > d.present) {
+      return invalid_argument("seqlens_k[{}] = {}: the row's total length {} must be in [{}, {}] (sequence {}, "
+                              "present length {})",
+                              b, seqlens[b], total_b, least, d.present, d.seq, d.present);
+    }
+  }
+  if (at_.do_rotary) {
+    const int64_t rows = ctx.input(kCos).dim(0);
+    for (int64_t b = 0; b < d.batch; ++b) {
+      for (int64_t s = 0; s < d.seq; ++s) {
+        const int64_t p = position(ctx, d, first_prompt, b, s);
+        if (p < 0 || p >= rows) {
+          return invalid_argument("position {} of batch row {}, token {} is outside the {} rows of 'cos_cache'", p, b,
+                                  s, rows);
+        }
+      }
+    }
+  }
+  return Status::ok();
+}
+
+// The rotary position of token s of row b: position_ids when given, else the
+// token's index in its row (padding tokens of a first prompt included, as ORT).
+int64_t GroupQueryAttention::position(const KernelContext& ctx, const Dims& d, bool first_prompt, int64_t b,
+                                      int64_t s) const {
+  if (ctx.has_input(kPositionIds)) return ctx.input(kPositionIds).data_as<int64_t>()[b * d.seq + s];
+  const int64_t total_b = int64_t{ctx.input(kSeqlensK).data_as<int32_t>()[b]} + 1;
+  if (first_prompt) return s;
+  return total_b - d.seq + s;
+}
+
+void GroupQueryAttention::rotate(const float* x, const float* cos, const float* sin, float* y, const Dims& d) const {
+  const int64_t half = d.rot / 2;
+  if (at_.interleaved) {
+    rotary_->f32_rotate_pairs(x, cos, sin, y, half);
+  } else {
+    rotary_->f32_rotate_half(x, x + half, cos, sin, y, y + half, half);
+  }
+  if (d.rot < d.head_size) std::memcpy(y + d.rot, x + d.rot, static_cast<size_t>(d.head_size - d.rot) * sizeof(float));
+}
+
+Status GroupQueryAttention::run(KernelContext& ctx) const {
+  EMBER_ASSIGN_OR_RETURN(Dims d, dims(ctx));
+  const bool first_prompt = d.seq == d.total;
+  EMBER_RETURN_IF_ERROR(check_lengths(ctx, d, first_prompt));
+  const int64_t n = at_.num_heads, nkv = at_.kv_num_heads, hs = d.head_size, group = n / nkv;
+  const int32_t* seqlens = ctx.input(kSeqlensK).data_as<int32_t>();
+  // Token row layout of the inputs: [q heads | k heads | v heads] when packed.
+  const int64_t row_floats = d.packed ? (n + 2 * nkv) * hs : n * hs;
+  const float* query = ctx.input(kQuery).data_as<float>();
+  const float* key = d.packed ? query + n * hs : ctx.input(kKey).data_as<float>();
+  const float* value = d.packed ? query + (n + nkv) * hs : ctx.input(kValue).data_as<float>();
+  const int64_t kv_row_floats = d.packed ? row_floats : nkv * hs;
+
+  float* present_k = ctx.output(1).data_as<float>();
+  float* present_v = ctx.output(2).data_as<float>();
+  const bool has_past = ctx.has_input(kPastKey);
+  const float* past_k = has_past ? ctx.input(kPastKey).data_as<float>() : nullptr;
+  const float* past_v = has_past ? ctx.input(kPastValue).data_as<float>() : nullptr;
+  const bool shared = has_past && past_k == present_k && past_v == present_v;
+
+  const float* cos = at_.do_rotary ? ctx.input(kCos).data_as<float>() : nullptr;
+  const float* sin = at_.do_rotary ? ctx.input(kSin).data_as<float>() : nullptr;
+  const int64_t half = d.rot / 2;
+  float* q_rot = nullptr;
+  if (at_.do_rotary) {
+    const size_t bytes = static_cast<size_t>(d.batch * d.seq * n * hs) * sizeof(float);
+    if (t_query.size() < bytes) t_query.resize(bytes);
+    q_rot = static_cast<float*>(t_query.data());
+  }
+
+  // Per (b, kv head): present rows [0, past_b) from past (unless shared), rows
+  // [past_b, past_b + S) the new keys (rotated) and values, the rest zero.
+  const int64_t rows = d.batch * nkv;
+  const int64_t grain = std::max<int64_t>(1, kCopyGrainElements / std::max<int64_t>(1, d.present * hs));
+  threading::parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / nkv, h = bh % nkv;
+      const int64_t total_b = int64_t{seqlens[b]} + 1;
+      const int64_t past_b = first_prompt ? 0 : total_b - d.seq;
+      float* pk = present_k + bh * d.present * hs;
+      float* pv = present_v + bh * d.present * hs;
+      if (!shared) {
+        const int64_t copy = std::min(past_b, d.past);
+        if (copy > 0) {
+          std::memcpy(pk, past_k + bh * d.past * hs, static_cast<size_t>(copy * hs) * sizeof(float));
+          std::memcpy(pv, past_v + bh * d.past * hs, static_cast<size_t>(copy * hs) * sizeof(float));
+        }
+        const int64_t written = past_b + d.seq;
+        std::fill(pk + copy * hs, pk + past_b * hs, 0.0f);
+        std::fill(pv + copy * hs, pv + past_b * hs, 0.0f);
+        std::fill(pk + std::min(written, d.present) * hs, pk + d.present * hs, 0.0f);
+        std::fill(pv + std::min(written, d.present) * hs, pv + d.present * hs, 0.0f);
+      }
+      for (int64_t s = 0; s < d.seq && past_b + s < d.present; ++s) {
+        const float* ks = key + (b * d.seq + s) * kv_row_floats + h * hs;
+        const float* vs = value + (b * d.seq + s) * kv_row_floats + h * hs;
+        float* kd = pk + (past_b + s) * hs;
+        if (at_.do_rotary) {
+          const int64_t p = position(ctx, d, first_prompt, b, s);
+          rotate(ks, cos + p * half, sin + p * half, kd, d);
+        } else {
+          std::memcpy(kd, ks, static_cast<size_t>(hs) * sizeof(float));
+        }
+        std::memcpy(pv + (past_b + s) * hs, vs, static_cast<size_t>(hs) * sizeof(float));
+      }
+    }
+  });
+  if (at_.do_rotary) {
+    const int64_t tokens = d.batch * d.seq;
+    threading::parallel_for(tokens, std::max<int64_t>(1, kCopyGrainElements / (n * hs)), [&](int64_t begin, int64_t end) {
+      for (int64_t bs = begin; bs < end; ++bs) {
+        const int64_t p = position(ctx, d, first_prompt, bs / d.seq, bs % d.seq);
+        for (int64_t h = 0; h < n; ++h) {
+          rotate(query + bs * row_floats + h * hs, cos + p * half, sin + p * half, q_rot + (bs * n + h) * hs, d);
+        }
+      }
+    });
+  }
+  const float* q = at_.do_rotary ? q_rot : query;
+  const int64_t q_row = at_.do_rotary ? n * hs : row_floats;
+
+  AttentionSpec spec;
+  spec.head_size = hs;
+  spec.v_head_size = hs;
+  spec.scale = at_.scale != 0.0f ? at_.scale : 1.0f / std::sqrt(static_cast<float>(hs));
+  spec.softcap = at_.softcap;
+  spec.smooth_softmax = at_.smooth_softmax || ctx.has_input(kHeadSink);
+  const Tensor* bias = ctx.has_input(kBias) ? &ctx.input(kBias) : nullptr;
+  const float* sinks = ctx.has_input(kHeadSink) ? ctx.input(kHeadSink).data_as<float>() : nullptr;
+  float* out = ctx.output(0).data_as<float>();
+  attend(spec, rows, [&](int64_t bh) {
+    const int64_t b = bh / nkv, h = bh % nkv;
+    const int64_t total_b = int64_t{seqlens[b]} + 1;
+    AttentionSlice s;
+    s.heads = group;
+    s.rows = d.seq;
+    s.keys = total_b;
+    s.q = q + b * d.seq * q_row + h * group * hs;
+    s.q_head_stride = hs;
+    s.q_row_stride = q_row;
+    s.k = present_k + bh * d.present * hs;
+    s.v = present_v + bh * d.present * hs;
+    s.k_row_stride = s.v_row_stride = hs;
+    s.out = out + b * d.seq * n * hs + h * group * hs;
+    s.out_head_stride = hs;
+    s.out_row_stride = n * hs;
+    s.causal_end = first_prompt ? 0 : total_b - d.seq;
+    s.window = at_.local_window > 0 ? at_.local_window : 0;
+    if (bias) {
+      const int64_t t = bias->dim(3), plane = d.seq * t;
+      s.bias = bias->data_as<float>() + (bias->dim(0) > 1 ? b * bias->dim(1) * plane : 0) +
+               (bias->dim(1) > 1 ? h * group * plane : 0);
+      s.bias_head_stride = bias->dim(1) > 1 ? plane : 0;
+      s.bias_row_stride = t;
+    }
+    s.sinks = sinks ? sinks + h * group : nullptr;
+    return s;
+  });
+  return Status::ok();
+}
+
+Result<GqaAttrs> read_attrs(const ir::Node& node) {
+  ir::AttrReader r(node);
+  GqaAttrs at;
+  at.num_heads = r.get_int("num_heads", 0);
+  at.kv_num_heads = r.get_int("kv_num_heads", 0);
+  at.scale = r.get_float("scale", 0.0f);
+  at.softcap = r.get_float("softcap", 0.0f);
+  at.local_window = r.get_int("local_window_size", -1);
+  const int64_t do_rotary = r.get_int("do_rotary", 0);
+  const int64_t interleaved = r.get_int("rotary_interleaved", 0);
+  const int64_t smooth = r.get_int("smooth_softmax", 0);
+  const int64_t qk_output = r.get_int("qk_output", 0);
+  EMBER_RETURN_IF_ERROR(r.status());
+  if (at.num_heads <= 0 || at.kv_num_heads <= 0 || at.num_heads % at.kv_num_heads != 0) {
+    return invalid_argument("num_heads={} and kv_num_heads={} must be positive with num_heads a multiple of "
+                            "kv_num_heads",
+                            at.num_heads, at.kv_num_heads);
+  }
+  if (at.local_window == 0 || at.local_window < -1) {
+    return invalid_argument("local_window_size={} must be -1 (no window) or positive", at.local_window);
+  }
+  if (at.softcap < 0 || !std::isfinite(at.softcap) || !std::isfinite(at.scale)) {
+    return invalid_argument("softcap={} must be finite and >= 0, scale={} finite", at.softcap, at.scale);
+  }
+  if (qk_output != 0) return not_implemented("qk_output={}: the attention-scores output is not implemented", qk_output);
+  at.do_rotary = do_rotary == 1;
+  at.interleaved = interleaved == 1;
+  at.smooth_softmax = smooth == 1;
+  return at;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<OpKernel>> create_group_query_attention(const KernelInit& init) {
+  EMBER_RETURN_IF_ERROR(require_inputs(init, 1));
+  for (size_t i : {kQuery, kKey, kValue, kPastKey, kPastValue, kCos, kSin, kBias, kHeadSink}) {
+    const DType t = input_dtype(init, i);
+    if (t != DType::kUndefined && t != DType::kF32) {
+      return not_implemented("input {} is {}; GroupQueryAttention runs float32 only", i, dtype_name(t));
+    }
+  }
+  for (size_t i : {kSeqlensK, kTotalSeqLen}) {
+    if (input_dtype(init, i) != DType::kI32) {
+      return invalid_argument("input {} ('{}') must be int32, got {}", i, i == kSeqlensK ? "seqlens_k" :
+                              "total_sequence_length", dtype_name(input_dtype(init, i)));
+    }
+  }
+  if (input_dtype(init, kPositionIds) != DType::kUndefined && input_dtype(init, kPositionIds) != DType::kI64) {
+    return invalid_argument("input 'position_ids' must be int64, got {}", dtype_name(input_dtype(init, kPositionIds)));
+  }
+  EMBER_ASSIGN_OR_RETURN(GqaAttrs at, read_attrs(init.node));
+  return std::unique_ptr<OpKernel>(std::make_unique<GroupQueryAttention>(at));
+}
+
+}  // namespace ember::kernels::attention
