@@ -52,6 +52,11 @@ void print_optimized(std::shared_ptr<ir::Graph> graph) {
   fmt::print("prepacked weights: {} bytes in kernel layouts, replacing {} bytes of initializers\n", stats.packed_bytes,
              stats.released_bytes);
   for (const ir::Node& node : g.nodes) {
+    // The optimizer names nodes it rewrote into existing ops (norms, MatMulNBits with its bias) "<first>/fused".
+    if (node.domain != kernels::kEmberDomain && node.name.ends_with("/fused")) {
+      fmt::print("  fused {}: {}{}\n", node.name, node.domain.empty() ? "" : node.domain + ".", node.op_type);
+      continue;
+    }
     if (node.domain != kernels::kEmberDomain) continue;
     if (node.op_type == kernels::kFusedMatMulOp) {
       const ir::Attribute* activation = node.find_attr("activation");

@@ -1,6 +1,8 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 
 #include "base/mapped_file.h"
 #include "kernels/registry.h"
@@ -8,22 +10,29 @@
 namespace ember::runtime {
 
 struct Executor::RunState {
+  uint64_t generation = 0;  // of the plan the tables below were made for
   AlignedBuffer arena;
+  size_t arena_capacity = 0;
   std::vector<Tensor> values;            // indexed by ValueId
   std::vector<const Tensor*> in_ptrs;    // parallel to Plan::step_inputs
   std::vector<Tensor*> out_ptrs;         // parallel to Plan::step_outputs
   std::vector<ir::ValueId> dynamic_values;  // released after each run
+  // run_bound(): where outputs the caller did not bind are written.
+  std::vector<AlignedBuffer> dropped_outputs;
+  std::vector<size_t> dropped_capacity;
 };
 
 struct Executor::PlanEntry {
-  std::shared_ptr<const Plan> plan;
+  std::unique_ptr<Plan> plan;
+  uint64_t generation = 0;  // bumped each time `plan` is rebuilt for another signature
   std::vector<std::unique_ptr<RunState>> free_states;
 };
 
 namespace {
 
-// Plans kept per executor; a model whose input shapes keep changing replans the
-// least recently used one.
+// Plans kept per executor; a model whose input shapes keep changing (a decode
+// loop: one new signature per step) rebuilds the least recently used one in
+// place, keeping its storage and its run states' arenas.
 constexpr size_t kMaxCachedPlans = 8;
 
 // A valid, never dereferenced address for zero-size inputs that arrive without data.
@@ -149,11 +158,26 @@ Result<std::shared_ptr<Executor::PlanEntry>> Executor::find_or_build_plan(std::s
     }
   }
   PlannerInput in{*graph_, inputs_, [this](ir::NodeId n, std::span<const DType> dtypes) { return kernel(n, dtypes); }};
-  EMBER_ASSIGN_OR_RETURN(auto plan, build_plan(in, inputs));
-  auto entry = std::make_shared<PlanEntry>();
-  entry->plan = std::move(plan);
+  std::shared_ptr<PlanEntry> entry;
+  if (plans_.size() == kMaxCachedPlans) {
+    // Only a plan no run holds can be rebuilt: runs take their entry under mutex_.
+    if (plans_.back().use_count() == 1) {
+      entry = std::move(plans_.back());
+      ++entry->generation;
+      ++plans_rebuilt_;
+    }
+    plans_.pop_back();
+  }
+  if (!entry) {
+    entry = std::make_shared<PlanEntry>();
+    entry->plan = std::make_unique<Plan>();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Status st = build_plan(in, inputs, *entry->plan, plan_scratch_);
+  planning_ns_ += static_cast<size_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  EMBER_RETURN_IF_ERROR(st);
   ++plans_built_;
-  if (plans_.size() == kMaxCachedPlans) plans_.pop_back();
   plans_.insert(plans_.begin(), entry);
   return entry;
 }
@@ -191,6 +215,8 @@ ExecutorStats Executor::stats() const {
   }
   s.plans_built = plans_built_;
   s.plans_cached = plans_.size();
+  s.plans_rebuilt = plans_rebuilt_;
+  s.planning_ns = planning_ns_;
   if (!plans_.empty()) {
     const Plan& p = *plans_.front()->plan;
     s.arena_bytes = p.arena_bytes;
@@ -201,25 +227,32 @@ ExecutorStats Executor::stats() const {
 }
 
 std::unique_ptr<Executor::RunState> Executor::acquire_state(PlanEntry& entry) const {
+  std::unique_ptr<RunState> state;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!entry.free_states.empty()) {
-      auto state = std::move(entry.free_states.back());
+      state = std::move(entry.free_states.back());
       entry.free_states.pop_back();
-      return state;
+      if (state->generation == entry.generation) return state;
     }
   }
+  // A new state, or one made for the plan this entry held before: its vectors
+  // and arena keep their capacity.
+  if (!state) state = std::make_unique<RunState>();
   const Plan& plan = *entry.plan;
-  auto state = std::make_unique<RunState>();
-  state->arena.resize(plan.arena_bytes);
+  state->generation = entry.generation;
+  reserve_geometric(state->arena, state->arena_capacity, plan.arena_bytes);
   auto* base = static_cast<char*>(state->arena.data());
   state->values.resize(plan.values.size());
+  state->dynamic_values.clear();
   for (size_t i = 0; i < plan.values.size(); ++i) {
     const ValuePlan& v = plan.values[i];
     state->values[i] = v.tensor;
     if (v.storage == Storage::kArena) state->values[i].set_data(base + v.offset);
     if (v.storage == Storage::kDynamic) state->dynamic_values.push_back(static_cast<ir::ValueId>(i));
   }
+  state->in_ptrs.clear();
+  state->out_ptrs.clear();
   for (ir::ValueId id : plan.step_inputs) state->in_ptrs.push_back(id == ir::kNoValue ? nullptr : &state->values[static_cast<size_t>(id)]);
   for (ir::ValueId id : plan.step_outputs) state->out_ptrs.push_back(id == ir::kNoValue ? nullptr : &state->values[static_cast<size_t>(id)]);
   return state;
@@ -274,6 +307,18 @@ Status Executor::run_dynamic_step(const Plan& plan, const Step& step, RunState& 
 }
 
 Status Executor::run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const {
+  return run_impl(inputs, &outputs, {});
+}
+
+Status Executor::run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const {
+  if (outputs.size() != graph_->outputs.size()) {
+    return invalid_argument("expected {} outputs, got {}", graph_->outputs.size(), outputs.size());
+  }
+  return run_impl(inputs, nullptr, outputs);
+}
+
+Status Executor::run_impl(std::span<const Tensor* const> inputs, std::vector<Tensor>* owned,
+                          std::span<Tensor* const> bound) const {
   if (inputs.size() != inputs_.size()) {
     return invalid_argument("expected {} inputs, got {}", inputs_.size(), inputs.size());
   }
@@ -287,42 +332,103 @@ Status Executor::run(std::span<const Tensor* const> inputs, std::vector<Tensor>&
   }
   const auto& graph_outputs = graph_->outputs;
   std::vector<Tensor> displaced;
-  outputs.resize(graph_outputs.size());
-  for (size_t k = 0; k < graph_outputs.size(); ++k) {
-    const ValuePlan& v = plan.values[static_cast<size_t>(graph_outputs[k])];
-    if (v.storage != Storage::kOutput || v.output_index != static_cast<int32_t>(k)) continue;
-    Tensor& out = outputs[k];
-    bool is_input = overlaps_any(out, inputs);
-    if (out.owns_unique_storage() && out.nbytes() == v.tensor.nbytes() && out.dtype() == v.tensor.dtype() && !is_input) {
-      out.set_shape(v.tensor.shape());
-    } else {
-      // A caller may pass last run's output as this run's input: keep its bytes alive.
-      if (is_input) displaced.push_back(std::move(out));
-      out = Tensor::allocate_uninitialized(v.tensor.dtype(), v.tensor.shape());
-    }
-    state->values[static_cast<size_t>(graph_outputs[k])].set_data(out.data());
-  }
   Status st;
-  for (const Step& step : plan.steps) {
-    st = step.dynamic ? run_dynamic_step(plan, step, *state) : run_step(plan, step, *state);
-    if (!st.is_ok()) break;
-  }
-  if (st.is_ok()) {
+  if (owned) {
+    std::vector<Tensor>& outputs = *owned;
+    outputs.resize(graph_outputs.size());
     for (size_t k = 0; k < graph_outputs.size(); ++k) {
       const ValuePlan& v = plan.values[static_cast<size_t>(graph_outputs[k])];
-      if (v.output_index == static_cast<int32_t>(k) && v.storage == Storage::kOutput) continue;
-      Tensor& value = state->values[static_cast<size_t>(graph_outputs[k])];
-      if (v.output_index >= 0 && v.output_index != static_cast<int32_t>(k)) {
-        outputs[k] = outputs[static_cast<size_t>(v.output_index)].clone();  // the same value listed twice
-      } else if (v.output_index == static_cast<int32_t>(k) && value.owns_unique_storage()) {
-        outputs[k] = std::move(value);
+      if (v.storage != Storage::kOutput || v.output_index != static_cast<int32_t>(k)) continue;
+      Tensor& out = outputs[k];
+      bool is_input = overlaps_any(out, inputs);
+      if (out.owns_unique_storage() && out.nbytes() == v.tensor.nbytes() && out.dtype() == v.tensor.dtype() && !is_input) {
+        out.set_shape(v.tensor.shape());
       } else {
-        outputs[k] = value.clone();
+        // A caller may pass last run's output as this run's input: keep its bytes alive.
+        if (is_input) displaced.push_back(std::move(out));
+        out = Tensor::allocate_uninitialized(v.tensor.dtype(), v.tensor.shape());
       }
+      state->values[static_cast<size_t>(graph_outputs[k])].set_data(out.data());
+    }
+  } else {
+    st = bind_outputs(plan, bound, *state);
+  }
+  for (size_t s = 0; st.is_ok() && s < plan.steps.size(); ++s) {
+    const Step& step = plan.steps[s];
+    st = step.dynamic ? run_dynamic_step(plan, step, *state) : run_step(plan, step, *state);
+  }
+  if (st.is_ok()) {
+    if (owned) {
+      give_outputs(plan, *owned, *state);
+    } else {
+      st = copy_bound_outputs(plan, bound, *state);
     }
   }
   release_state(*entry, std::move(state));
   return st;
+}
+
+// Points each planned output buffer at the caller's tensor (or at a buffer of
+// the state when the caller does not want it). Outputs the plan does not
+// compute into their own buffer are checked here when their shape is known
+// and copied after the run.
+Status Executor::bind_outputs(const Plan& plan, std::span<Tensor* const> bound, RunState& state) const {
+  const auto& graph_outputs = graph_->outputs;
+  state.dropped_outputs.resize(graph_outputs.size());
+  state.dropped_capacity.resize(graph_outputs.size());
+  for (size_t k = 0; k < graph_outputs.size(); ++k) {
+    const ValuePlan& v = plan.values[static_cast<size_t>(graph_outputs[k])];
+    Tensor* out = bound[k];
+    if (out && v.storage != Storage::kDynamic &&
+        (out->dtype() != v.tensor.dtype() || !(out->shape() == v.tensor.shape()))) {
+      return invalid_argument("output '{}' is bound to {}, but this run computes {}",
+                              graph_->value(graph_outputs[k]).name, out->describe(), v.tensor.describe());
+    }
+    if (out && out->nbytes() > 0 && !out->data()) {
+      return invalid_argument("output '{}' is bound to {} without data", graph_->value(graph_outputs[k]).name,
+                              out->describe());
+    }
+    if (v.storage != Storage::kOutput || v.output_index != static_cast<int32_t>(k)) continue;
+    void* data = out ? out->data() : nullptr;
+    if (!out) {
+      reserve_geometric(state.dropped_outputs[k], state.dropped_capacity[k], v.tensor.nbytes());
+      data = state.dropped_outputs[k].data();
+    }
+    state.values[static_cast<size_t>(graph_outputs[k])].set_data(data ? data : g_empty_data);
+  }
+  return Status::ok();
+}
+
+Status Executor::copy_bound_outputs(const Plan& plan, std::span<Tensor* const> bound, RunState& state) const {
+  const auto& graph_outputs = graph_->outputs;
+  for (size_t k = 0; k < graph_outputs.size(); ++k) {
+    const ValuePlan& v = plan.values[static_cast<size_t>(graph_outputs[k])];
+    Tensor* out = bound[k];
+    if (!out || (v.storage == Storage::kOutput && v.output_index == static_cast<int32_t>(k))) continue;
+    const Tensor& value = state.values[static_cast<size_t>(graph_outputs[k])];
+    if (out->dtype() != value.dtype() || !(out->shape() == value.shape())) {
+      return invalid_argument("output '{}' is bound to {}, but this run computed {}",
+                              graph_->value(graph_outputs[k]).name, out->describe(), value.describe());
+    }
+    if (value.nbytes() && out->data() != value.data()) std::memmove(out->data(), value.data(), value.nbytes());
+  }
+  return Status::ok();
+}
+
+void Executor::give_outputs(const Plan& plan, std::vector<Tensor>& outputs, RunState& state) const {
+  const auto& graph_outputs = graph_->outputs;
+  for (size_t k = 0; k < graph_outputs.size(); ++k) {
+    const ValuePlan& v = plan.values[static_cast<size_t>(graph_outputs[k])];
+    if (v.output_index == static_cast<int32_t>(k) && v.storage == Storage::kOutput) continue;
+    Tensor& value = state.values[static_cast<size_t>(graph_outputs[k])];
+    if (v.output_index >= 0 && v.output_index != static_cast<int32_t>(k)) {
+      outputs[k] = outputs[static_cast<size_t>(v.output_index)].clone();  // the same value listed twice
+    } else if (v.output_index == static_cast<int32_t>(k) && value.owns_unique_storage()) {
+      outputs[k] = std::move(value);
+    } else {
+      outputs[k] = value.clone();
+    }
+  }
 }
 
 }  // namespace ember::runtime

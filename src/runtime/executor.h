@@ -33,6 +33,10 @@ class Executor : public kernels::SubgraphCompiler {
 
   // `inputs[i]` may be nullptr for a value with a default. Outputs in graph order.
   Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const;
+  // Writes output k into the caller's `outputs[k]` (which must have the dtype
+  // and shape this run computes), or computes and drops it when null. A bound
+  // output may share its bytes with an input: the kernel then sees both.
+  Status run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const;
 
   Result<std::unique_ptr<kernels::CompiledSubgraph>> compile(std::shared_ptr<const ir::Graph> graph) override;
 
@@ -50,6 +54,12 @@ class Executor : public kernels::SubgraphCompiler {
   // Drops the data of node n's constant inputs that every reader has prepacked.
   void release_prepacked_inputs(ir::Graph& owned, ir::NodeId n);
   Result<std::shared_ptr<PlanEntry>> find_or_build_plan(std::span<const Tensor* const> inputs) const;
+  // `owned` receives the outputs (run()), else `bound` names their buffers (run_bound()).
+  Status run_impl(std::span<const Tensor* const> inputs, std::vector<Tensor>* owned,
+                  std::span<Tensor* const> bound) const;
+  Status bind_outputs(const Plan& plan, std::span<Tensor* const> bound, RunState& state) const;
+  Status copy_bound_outputs(const Plan& plan, std::span<Tensor* const> bound, RunState& state) const;
+  void give_outputs(const Plan& plan, std::vector<Tensor>& outputs, RunState& state) const;
   std::unique_ptr<RunState> acquire_state(PlanEntry& entry) const;
   void release_state(PlanEntry& entry, std::unique_ptr<RunState> state) const;
   Status run_step(const Plan& plan, const Step& step, RunState& state) const;
@@ -65,7 +75,10 @@ class Executor : public kernels::SubgraphCompiler {
   size_t released_bytes_ = 0;  // constant data dropped after prepacking
   mutable std::mutex mutex_;  // plans_ and their free RunStates
   mutable std::vector<std::shared_ptr<PlanEntry>> plans_;  // most recent first
+  mutable PlanScratch plan_scratch_;
   mutable size_t plans_built_ = 0;
+  mutable size_t plans_rebuilt_ = 0;
+  mutable size_t planning_ns_ = 0;
 };
 
 }  // namespace ember::runtime

@@ -7,6 +7,8 @@ namespace ember::runtime {
 struct ExecutorStats {
   size_t plans_built = 0;   // plans made so far (one per new input-shape signature)
   size_t plans_cached = 0;
+  size_t plans_rebuilt = 0;  // of plans_built: rebuilt in the storage of the least recently used plan
+  size_t planning_ns = 0;    // time spent building plans, all of them together
   // Of the most recently used plan:
   size_t arena_bytes = 0;   // one arena holds every intermediate
   size_t steps = 0;         // nodes run per run (plan-time-evaluated nodes excluded)

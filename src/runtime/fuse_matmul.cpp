@@ -13,6 +13,7 @@
 #include "kernels/elementwise/fused_elementwise.h"
 #include "kernels/elementwise/unary_spec.h"
 #include "kernels/matmul/fused_matmul.h"
+#include "runtime/fusion_util.h"
 #include "runtime/optimizer.h"
 
 namespace ember::runtime {
@@ -27,17 +28,6 @@ struct Chain {
 bool is_constant_f32(const ir::Value& v) {
   return v.constant.has_value() && !v.is_graph_input && v.constant->dtype() == DType::kF32 &&
          v.constant->data() != nullptr;
-}
-
-// The only node reading `id`, when `id` is not a graph output.
-std::optional<ir::NodeId> sole_reader(const ir::Graph& g, ir::ValueId id) {
-  const ir::Value& v = g.value(id);
-  if (v.is_graph_output || v.consumers.size() != 1) return std::nullopt;
-  return v.consumers[0];
-}
-
-bool is_op(const ir::Node& n, std::string_view op, size_t inputs) {
-  return !n.removed && n.domain.empty() && n.op_type == op && n.inputs.size() == inputs && n.outputs.size() == 1;
 }
 
 // A constant f32 [1, ..., 1, n] of rank at most `out_rank`.
@@ -128,7 +118,61 @@ void replace_chain(ir::Graph& g, const Chain& c) {
   g.node(c.absorbed.back()) = std::move(fused);
 }
 
+// MatMulNBits (no bias yet) -> Add(constant of A's dtype, [N] or [1, ..., 1, N]):
+// the bias, as a [N] value.
+std::optional<ir::ValueId> nbits_bias(ir::Graph& g, const ir::Node& mm) {
+  if (mm.removed || mm.domain != "com.microsoft" || mm.op_type != "MatMulNBits" || mm.outputs.size() != 1 ||
+      mm.inputs.size() > 6 || mm.inputs.empty() || mm.inputs[0] == ir::kNoValue) {
+    return std::nullopt;
+  }
+  constexpr size_t kBias = 5;
+  if (mm.inputs.size() > kBias && mm.inputs[kBias] != ir::kNoValue) return std::nullopt;
+  const ir::Attribute* n_attr = mm.find_attr("N");
+  const DType dtype = g.value(mm.inputs[0]).dtype;
+  const ir::Value& y = g.value(mm.outputs[0]);
+  if (!n_attr || (dtype != DType::kF32 && dtype != DType::kF16) || !y.has_shape) return std::nullopt;
+  const auto add_id = sole_reader(g, mm.outputs[0]);
+  if (!add_id) return std::nullopt;
+  const ir::Node& add = g.node(*add_id);
+  if (!is_op(add, "Add", 2) || add.opset < 7 || !add.attributes.empty()) return std::nullopt;
+  const ir::ValueId bias = add.inputs[0] == mm.outputs[0] ? add.inputs[1] : add.inputs[0];
+  if (bias == mm.outputs[0] || bias == ir::kNoValue) return std::nullopt;
+  const ir::Value& b = g.value(bias);
+  if (!is_constant(b, dtype)) return std::nullopt;
+  const Shape& s = b.constant->shape();
+  if (s.empty() || s.size() > y.shape.size() || s.back() != n_attr->i ||
+      !std::all_of(s.begin(), s.end() - 1, [](int64_t d) { return d == 1; })) {
+    return std::nullopt;
+  }
+  if (s.size() == 1) return bias;
+  Tensor row = *b.constant;
+  row.set_shape({n_attr->i});
+  const ir::ValueId id = g.add_value(b.name + "/row");
+  g.value(id).dtype = dtype;
+  g.value(id).constant = std::move(row);
+  return id;
+}
+
 }  // namespace
+
+size_t fuse_matmul_nbits_bias(ir::Graph& g) {
+  size_t fused = 0;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    auto bias = nbits_bias(g, g.nodes[k]);
+    if (!bias) continue;
+    ir::Node& mm = g.nodes[k];
+    ir::Node& add = g.node(g.value(mm.outputs[0]).consumers[0]);
+    mm.inputs.resize(6, ir::kNoValue);
+    mm.inputs[5] = *bias;
+    mm.num_explicit_inputs = mm.inputs.size();
+    mm.outputs = add.outputs;
+    mm.name = fused_name(mm);
+    add.removed = true;
+    fused += 2;
+  }
+  if (fused) g.compact();
+  return fused;
+}
 
 size_t fuse_matmul(ir::Graph& g) {
   size_t fused = 0;

@@ -96,7 +96,10 @@ OptimizeStats optimize_graph(ir::Graph& g) {
   stats.folded += fold_constants(g);
   stats.dead_removed += ir::eliminate_dead_nodes(g);
   if (!reference_mode()) {
-    // Before elementwise fusion, which would otherwise absorb the Add and activation.
+    // Before elementwise fusion, which would otherwise absorb the norms' Pow,
+    // Add, Sqrt and Mul, the bias Adds and the activations.
+    stats.fused += fuse_norms(g);
+    stats.fused += fuse_matmul_nbits_bias(g);
     stats.fused += fuse_matmul(g);
     stats.fused += fuse_elementwise(g);
   }

@@ -1,7 +1,7 @@
 #pragma once
 // Session-time graph optimization: constant folding (evaluating nodes whose
 // inputs are all constants with their kernels), dead-node elimination,
-// MatMul + bias + activation fusion and elementwise fusion.
+// norm fusions, MatMul(NBits) + bias [+ activation] fusion and elementwise fusion.
 #include "base/status.h"
 #include "ir/graph.h"
 
@@ -10,12 +10,22 @@ namespace ember::runtime {
 struct OptimizeStats {
   size_t folded = 0;
   size_t dead_removed = 0;
-  size_t fused = 0;  // nodes replaced by FusedMatMul and FusedElementwise nodes
+  size_t fused = 0;  // nodes replaced by fused nodes
 };
 
 // Replaces MatMul -> Add [-> activation] chains by FusedMatMul nodes; returns
 // the number of nodes fused. `g` must be topologically sorted with current links.
 size_t fuse_matmul(ir::Graph& g);
+
+// Folds a constant bias Add after MatMulNBits into its bias input; returns
+// the number of nodes fused. `g` must be topologically sorted with current links.
+size_t fuse_matmul_nbits_bias(ir::Graph& g);
+
+// Replaces RMS normalization written in primitive ops by
+// SimplifiedLayerNormalization, then Add -> SimplifiedLayerNormalization by
+// SkipSimplifiedLayerNormalization; returns the number of nodes fused. `g`
+// must be topologically sorted with current links.
+size_t fuse_norms(ir::Graph& g);
 
 // Replaces groups of elementwise nodes by FusedElementwise nodes; returns the
 // number of nodes fused. `g` must be topologically sorted with current links.

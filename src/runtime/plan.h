@@ -1,12 +1,17 @@
 #pragma once
 // A plan: for one set of input shapes, where every value lives and which nodes
 // run. Built once per input-shape signature and shared read-only by all runs.
+// A plan can be rebuilt in place for another signature: its vectors and
+// buffers keep their capacity, so decode steps whose shapes grow by one every
+// step replan without touching the heap.
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
+#include "base/buffer.h"
 #include "base/status.h"
 #include "base/tensor.h"
 #include "ir/graph.h"
@@ -51,8 +56,12 @@ struct Plan {
   std::vector<ir::ValueId> step_outputs;  // kNoValue for omitted outputs
   size_t arena_bytes = 0;
   bool has_dynamic = false;
-  // Tensors computed while planning (shape-derived values); kConstant values point here.
-  std::vector<Tensor> owned;
+  // Bytes of values computed while planning (shape-derived values): kConstant
+  // values point here. Only the first `buffers_used` hold this plan's values;
+  // every buffer keeps its capacity across rebuilds.
+  std::vector<AlignedBuffer> buffers;
+  std::vector<size_t> buffer_capacity;
+  size_t buffers_used = 0;
 
   bool matches(std::span<const Tensor* const> inputs) const;
 };
@@ -66,8 +75,33 @@ struct PlannerInput {
   KernelLookup kernel_for;
 };
 
-// Builds the plan for `inputs` (dtype and shape of each; data unused, except
-// nullptr = omitted input with a default).
-Result<std::shared_ptr<const Plan>> build_plan(const PlannerInput& in, std::span<const Tensor* const> inputs);
+// The planner's working storage, kept between builds for its capacity.
+struct PlanScratch {
+  std::vector<const Tensor*> inputs;
+  std::vector<DType> dtypes;
+  std::vector<Tensor> outputs;
+  std::vector<Tensor*> output_ptrs;
+  std::vector<int> last_use, root_end, start;
+  std::vector<ir::ValueId> root;
+  struct Block {
+    ir::ValueId id;
+    int start, end;
+    size_t bytes;
+    size_t offset;
+  };
+  std::vector<Block> blocks;
+  std::vector<std::vector<uint32_t>> live_at, starts_at;  // block indices by step
+  std::vector<std::pair<size_t, size_t>> busy;
+};
+
+// Grows `b` to hold `bytes`; after its first size, by half again, so a size
+// growing a little every step (a decode loop's) reallocates rarely; never shrinks. `capacity` is the
+// buffer's real size (AlignedBuffer::size() follows the last request).
+void reserve_geometric(AlignedBuffer& b, size_t& capacity, size_t bytes);
+
+// Builds into `plan` the plan for `inputs` (dtype and shape of each; data
+// unused, except nullptr = omitted input with a default), reusing the storage
+// of whatever `plan` held before.
+Status build_plan(const PlannerInput& in, std::span<const Tensor* const> inputs, Plan& plan, PlanScratch& scratch);
 
 }  // namespace ember::runtime

@@ -76,16 +76,29 @@ class SessionImpl final : public Session {
   }
 
   Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const override {
-    if (inputs.size() != inputs_.size()) {
-      return invalid_argument("the model has {} inputs, {} were given", inputs_.size(), inputs.size());
-    }
-    for (size_t i = 0; i < inputs.size(); ++i) EMBER_RETURN_IF_ERROR(check_input(inputs_[i], inputs[i]));
-    EMBER_RETURN_IF_ERROR(check_symbols(inputs));
+    EMBER_RETURN_IF_ERROR(check_inputs(inputs));
     threading::ScopedThreadLimit threads(num_threads_);
     return guard_allocation([&] { return executor_->run(inputs, outputs); });
   }
 
+  Status run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const override {
+    EMBER_RETURN_IF_ERROR(check_inputs(inputs));
+    if (outputs.size() != outputs_.size()) {
+      return invalid_argument("the model has {} outputs, {} were given", outputs_.size(), outputs.size());
+    }
+    threading::ScopedThreadLimit threads(num_threads_);
+    return guard_allocation([&] { return executor_->run_bound(inputs, outputs); });
+  }
+
  private:
+  Status check_inputs(std::span<const Tensor* const> inputs) const {
+    if (inputs.size() != inputs_.size()) {
+      return invalid_argument("the model has {} inputs, {} were given", inputs_.size(), inputs.size());
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) EMBER_RETURN_IF_ERROR(check_input(inputs_[i], inputs[i]));
+    return check_symbols(inputs);
+  }
+
   static Status check_input(const IoInfo& info, const Tensor* t) {
     if (!t) {
       if (info.has_default) return Status::ok();

@@ -48,6 +48,13 @@ class Session {
   // omitted input with a default); `outputs` is resized and its storage reused
   // when a previous output of the same size is no longer shared.
   virtual Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const = 0;
+  // Positional form writing into the caller's buffers: `outputs` in outputs()
+  // order; a non-null outputs[k] must have exactly the dtype and shape this run
+  // computes and receives the output in place; a null one is computed and
+  // dropped. A bound output may be the very buffer of an input (a present KV
+  // cache bound to its past, with past_present_share_buffer): kernels then see
+  // one buffer as both. Nothing is allocated when the shapes were seen recently.
+  virtual Status run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const = 0;
 
   // The optimized graph (for `ember info`).
   virtual const ir::Graph& graph() const = 0;
