@@ -242,6 +242,7 @@ std::vector<BenchCase> default_cases() {
   add_nbits_cases(cases);
   add_integer_cases(cases);
   add_gbq_cases(cases);
+  add_attention_cases(cases);
   return cases;
 }
 
@@ -262,6 +263,41 @@ Result<CaseModel> model_file_case(const std::string& path, const std::vector<std
     if (dtype_size(v.dtype) == 0)
       return not_implemented("input '{}' has dtype {}, which ember_ab cannot fill", v.name, dtype_name(v.dtype));
     model.inputs.push_back({v.name, random_tensor(v.dtype, shape, rng, -1.0f, 1.0f, 4)});
+  }
+  return model;
+}
+
+Result<CaseModel> decoder_step_case(const std::string& path, int64_t past) {
+  EMBER_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path));
+  EMBER_ASSIGN_OR_RETURN(onnx::LoadedModel loaded, onnx::load_model(path));
+  const ir::Graph& graph = *loaded.graph;
+  const bool shared = std::any_of(graph.nodes.begin(), graph.nodes.end(),
+                                  [](const ir::Node& n) { return n.op_type == "GroupQueryAttention"; });
+  CaseModel model{std::string(bytes.begin(), bytes.end()), {}};
+  std::mt19937_64 rng(1234);
+  constexpr std::string_view kPast = "past_key_values.";
+  for (ir::ValueId id : graph.inputs) {
+    const ir::Value& v = graph.value(id);
+    if (v.name == "input_ids") {
+      model.inputs.push_back({v.name, random_tensor(v.dtype, {1, 1}, rng, 0, 0, 4)});
+    } else if (v.name == "attention_mask") {
+      Tensor mask = Tensor::allocate(v.dtype, {1, past + 1});
+      for (int64_t i = 0; i < mask.numel(); ++i) mask.data_as<int64_t>()[i] = 1;
+      model.inputs.push_back({v.name, std::move(mask)});
+    } else if (v.name == "position_ids") {
+      Tensor pos = Tensor::allocate(v.dtype, {1, 1});
+      pos.data_as<int64_t>()[0] = past;
+      model.inputs.push_back({v.name, std::move(pos)});
+    } else if (v.name.starts_with(kPast) && v.has_shape && v.shape.size() == 4 && v.shape[1].known() &&
+               v.shape[3].known()) {
+      const std::vector<int64_t> dims = {1, v.shape[1].value, shared ? past + 1 : past, v.shape[3].value};
+      model.inputs.push_back({v.name, random_tensor(v.dtype, dims, rng, -1.0f, 1.0f, 0)});
+      if (shared) model.bound_outputs.emplace_back("present." + v.name.substr(kPast.size()), v.name);
+    } else {
+      return invalid_argument("--decode-step: input '{}' is not one a decoder export has (input_ids, "
+                              "attention_mask, position_ids, past_key_values.N.key/value [B, kv_heads, past, head])",
+                              v.name);
+    }
   }
   return model;
 }

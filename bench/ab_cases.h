@@ -30,6 +30,9 @@ struct CaseModel {
   // How close Ember's outputs must be to ORT's; unset: the whole-model default
   // of the output dtype (tests/ort/compare.cpp).
   std::optional<Tolerance> tolerance;
+  // (output, input): timed runs write the output into the input's buffer, as a
+  // decode loop binds present KV to past KV (past_present_share_buffer).
+  std::vector<std::pair<std::string, std::string>> bound_outputs;
 };
 
 struct BenchCase {
@@ -47,5 +50,11 @@ std::vector<BenchCase> default_cases();
 // dimensions (others are 1). Float inputs are uniform in [-1, 1], integer inputs
 // 0..3 (a valid token id, position or index in any model).
 Result<CaseModel> model_file_case(const std::string& path, const std::vector<std::pair<std::string, int64_t>>& dims);
+// One decode step of a decoder export after `past` tokens: input_ids [B, 1]
+// (B = 1), attention_mask all ones [1, past + 1], position_ids [[past]] when the
+// model takes them, past_key_values.* random. With GroupQueryAttention the past
+// buffers hold past + 1 rows and present.* are bound to them
+// (past_present_share_buffer); otherwise they hold past rows.
+Result<CaseModel> decoder_step_case(const std::string& path, int64_t past);
 
 }  // namespace ember::bench

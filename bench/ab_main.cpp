@@ -31,6 +31,7 @@ namespace {
 struct Args {
   std::string model;
   std::vector<std::string> dims;
+  int64_t decode_past = -1;
   std::vector<int> threads{1, 2};
   RunConfig config;
   std::string filter;
@@ -60,6 +61,11 @@ Result<std::vector<BenchCase>> select_cases(const Args& args) {
     EMBER_ASSIGN_OR_RETURN(auto dims, parse_dims(args.dims));
     std::string name = args.model.substr(args.model.find_last_of('/') + 1);
     std::string path = args.model;
+    if (args.decode_past >= 0) {
+      const int64_t past = args.decode_past;
+      name += fmt::format("/decode/past{}", past);
+      return std::vector<BenchCase>{{name, path, [path, past] { return decoder_step_case(path, past); }}};
+    }
     return std::vector<BenchCase>{{name, path, [path, dims] { return model_file_case(path, dims); }}};
   }
   std::regex re;
@@ -130,6 +136,11 @@ int main(int argc, char** argv) {
                "the built-in suite of single-op models."};
   app.add_option("model", args.model, "An .onnx file to time instead of the suite")->check(CLI::ExistingFile);
   app.add_option("--dim", args.dims, "With MODEL: a symbolic input dimension, NAME=VALUE (default 1)");
+  app.add_option("--decode-step", args.decode_past,
+                 "With a decoder MODEL (onnxruntime-genai or optimum export): time one decode step after PAST tokens "
+                 "(one new token, an all-ones attention mask, random past KV; GroupQueryAttention models write present "
+                 "KV in place into a past buffer of PAST + 1 rows, as onnxruntime-genai does)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", args.threads, "Intra-op thread counts, each timed (Ember and ORT alike)")
       ->delimiter(',')
       ->check(CLI::Range(1, 256))

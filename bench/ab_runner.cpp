@@ -221,22 +221,53 @@ CaseResult run_case(const std::string& name, const CaseModel& model, int threads
     if (!agree->empty()) set_status(result, CaseStatus::kMismatch, *agree);
   }
 
+  // With bound outputs each system writes into its own copy of the bound inputs.
+  auto bound_copies = [&] {
+    std::vector<Tensor> copies;
+    for (const auto& [out, in] : model.bound_outputs) {
+      auto it = std::find_if(model.inputs.begin(), model.inputs.end(), [&](const CaseInput& c) { return c.name == in; });
+      copies.push_back(it == model.inputs.end() ? Tensor() : it->value.clone());
+    }
+    return copies;
+  };
+  auto input_for = [&](const std::vector<Tensor>& copies, const CaseInput& in) -> const Tensor* {
+    for (size_t b = 0; b < model.bound_outputs.size(); ++b) {
+      if (model.bound_outputs[b].second == in.name) return &copies[b];
+    }
+    return &in.value;
+  };
+  std::vector<Tensor> ember_bound = bound_copies(), ort_bound = bound_copies(), null_bound = bound_copies();
   std::vector<const Tensor*> positional;
   for (const runtime::IoInfo& info : (*ember)->inputs()) {
     auto it = std::find_if(model.inputs.begin(), model.inputs.end(),
                            [&](const CaseInput& in) { return in.name == info.name; });
-    positional.push_back(it == model.inputs.end() ? nullptr : &it->value);
+    positional.push_back(it == model.inputs.end() ? nullptr : input_for(ember_bound, *it));
   }
-  std::vector<ortref::OrtInput> ort_inputs;
-  for (const CaseInput& in : model.inputs) ort_inputs.push_back({in.name, &in.value});
+  std::vector<Tensor*> ember_outputs((*ember)->outputs().size(), nullptr);
+  for (size_t b = 0; b < model.bound_outputs.size(); ++b) {
+    const auto& outs = (*ember)->outputs();
+    auto it = std::find_if(outs.begin(), outs.end(), [&](const runtime::IoInfo& o) { return o.name == model.bound_outputs[b].first; });
+    if (it != outs.end()) ember_outputs[static_cast<size_t>(it - outs.begin())] = &ember_bound[b];
+  }
+  auto ort_args = [&](std::vector<Tensor>& copies, std::vector<ortref::OrtInput>& ins, std::vector<ortref::OrtInput>& outs) {
+    for (const CaseInput& in : model.inputs) ins.push_back({in.name, input_for(copies, in)});
+    for (size_t b = 0; b < model.bound_outputs.size(); ++b) outs.push_back({model.bound_outputs[b].first, &copies[b]});
+  };
 
   std::vector<Tensor> outputs;
   std::vector<TimedSystem> systems;
-  systems.push_back({[&] { return (*ember)->run(positional, outputs); }, {}, {}});
+  if (model.bound_outputs.empty()) {
+    systems.push_back({[&] { return (*ember)->run(positional, outputs); }, {}, {}});
+  } else {
+    systems.push_back({[&] { return (*ember)->run_bound(positional, ember_outputs); }, {}, {}});
+  }
   ortref::OrtSession::PreparedInputs ort_prepared, null_prepared;
   if (with_ort) {
-    auto p = (*ort)->prepare(ort_inputs);
-    auto q = (*ort_null)->prepare(ort_inputs);
+    std::vector<ortref::OrtInput> ort_in, ort_out, null_in, null_out;
+    ort_args(ort_bound, ort_in, ort_out);
+    ort_args(null_bound, null_in, null_out);
+    auto p = (*ort)->prepare(ort_in, ort_out);
+    auto q = (*ort_null)->prepare(null_in, null_out);
     if (!p.is_ok() || !q.is_ok()) {
       set_status(result, CaseStatus::kError, (p.is_ok() ? q.status() : p.status()).message());
       return result;

@@ -89,5 +89,6 @@ void add_lowp_gemm_cases(std::vector<BenchCase>& cases);  // f16 / bf16 MatMul
 void add_nbits_cases(std::vector<BenchCase>& cases);      // com.microsoft MatMulNBits
 void add_integer_cases(std::vector<BenchCase>& cases);    // MatMulInteger, QLinearMatMul, (De)QuantizeLinear
 void add_gbq_cases(std::vector<BenchCase>& cases);        // com.microsoft GatherBlockQuantized
+void add_attention_cases(std::vector<BenchCase>& cases);  // com.microsoft GroupQueryAttention
 
 }  // namespace ember::bench

@@ -1,5 +1,6 @@
 #include "ort_reference.h"
 
+#include <algorithm>
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -266,8 +267,12 @@ Result<std::vector<Tensor>> OrtSession::run(std::span<const OrtInput> inputs) co
 }
 
 OrtSession::PreparedInputs::PreparedInputs(PreparedInputs&& other) noexcept
-    : names_(std::move(other.names_)), name_ptrs_(std::move(other.name_ptrs_)), values_(std::move(other.values_)) {
+    : names_(std::move(other.names_)),
+      name_ptrs_(std::move(other.name_ptrs_)),
+      values_(std::move(other.values_)),
+      outputs_(std::move(other.outputs_)) {
   other.values_.clear();
+  other.outputs_.clear();
 }
 
 OrtSession::PreparedInputs& OrtSession::PreparedInputs::operator=(PreparedInputs&& other) noexcept {
@@ -276,7 +281,9 @@ OrtSession::PreparedInputs& OrtSession::PreparedInputs::operator=(PreparedInputs
     names_ = std::move(other.names_);
     name_ptrs_ = std::move(other.name_ptrs_);
     values_ = std::move(other.values_);
+    outputs_ = std::move(other.outputs_);
     other.values_.clear();
+    other.outputs_.clear();
   }
   return *this;
 }
@@ -285,14 +292,31 @@ OrtSession::PreparedInputs::~PreparedInputs() { release(); }
 
 void OrtSession::PreparedInputs::release() {
   for (void* v : values_) runtime().api->ReleaseValue(static_cast<OrtValue*>(v));
+  for (void* v : outputs_) {
+    if (v) runtime().api->ReleaseValue(static_cast<OrtValue*>(v));
+  }
   values_.clear();
+  outputs_.clear();
 }
 
-Result<OrtSession::PreparedInputs> OrtSession::prepare(std::span<const OrtInput> inputs) const {
+Result<OrtSession::PreparedInputs> OrtSession::prepare(std::span<const OrtInput> inputs,
+                                                      std::span<const OrtInput> outputs) const {
   const OrtApi* api = runtime().api;
   OwnedMemoryInfo mem(api);
   EMBER_ORT_CHECK(api, CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, mem.out()));
   PreparedInputs prepared;
+  prepared.outputs_.assign(output_names_.size(), nullptr);
+  for (const OrtInput& out : outputs) {
+    auto it = std::find(output_names_.begin(), output_names_.end(), out.name);
+    if (it == output_names_.end()) return invalid_argument("the model has no output '{}' to bind", out.name);
+    const Tensor& t = *out.tensor;
+    EMBER_RETURN_IF_ERROR(check_tensor_dtype(t, out.name));
+    OwnedValue value(api);
+    EMBER_ORT_CHECK(api, CreateTensorWithDataAsOrtValue(mem.get(), const_cast<void*>(t.data()), t.nbytes(),
+                                                  t.shape().data(), t.shape().size(), ort_type(t.dtype()),
+                                                  value.out()));
+    prepared.outputs_[static_cast<size_t>(it - output_names_.begin())] = value.take();
+  }
   for (const OrtInput& in : inputs) {
     const Tensor& t = *in.tensor;
     EMBER_RETURN_IF_ERROR(check_tensor_dtype(t, in.name));
@@ -314,13 +338,15 @@ Result<OrtSession::PreparedInputs> OrtSession::prepare(std::span<const OrtInput>
 Status OrtSession::run_prepared(const PreparedInputs& inputs) const {
   const OrtApi* api = runtime().api;
   SmallVector<OrtValue*, 8> outs(output_names_.size(), nullptr);
+  for (size_t i = 0; i < outs.size(); ++i) outs[i] = static_cast<OrtValue*>(inputs.outputs_[i]);
   Status s = check(api,
                    api->Run(static_cast<OrtSessionHandle*>(session_), nullptr, inputs.name_ptrs_.data(),
                             reinterpret_cast<const OrtValue* const*>(inputs.values_.data()), inputs.values_.size(),
                             output_name_ptrs_.data(), outs.size(), outs.data()),
                    "Run");
-  for (OrtValue* v : outs)
-    if (v) api->ReleaseValue(v);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i] && !inputs.outputs_[i]) api->ReleaseValue(outs[i]);
+  }
   return s;
 }
 

@@ -60,11 +60,15 @@ class OrtSession {
     void release();
     std::vector<std::string> names_;
     std::vector<const char*> name_ptrs_;
-    std::vector<void*> values_;  // OrtValue*
+    std::vector<void*> values_;   // OrtValue*
+    std::vector<void*> outputs_;  // per graph output: a caller-bound OrtValue* or nullptr
   };
-  Result<PreparedInputs> prepare(std::span<const OrtInput> inputs) const;
-  // One run whose outputs ONNX Runtime allocates and are released uncopied, as in
-  // ONNX Runtime's own perf tool.
+  // `outputs` names graph outputs that ONNX Runtime writes into the given
+  // tensors' memory; an output bound to an input's tensor shares its buffer (as
+  // onnxruntime-genai binds present KV to past KV: past_present_share_buffer).
+  Result<PreparedInputs> prepare(std::span<const OrtInput> inputs, std::span<const OrtInput> outputs = {}) const;
+  // One run whose unbound outputs ONNX Runtime allocates and are released
+  // uncopied, as in ONNX Runtime's own perf tool.
   Status run_prepared(const PreparedInputs& inputs) const;
 
  private:
