@@ -1,5 +1,6 @@
 #include <climits>
 
+#include "kernels/attention/attention_ops.h"
 #include "kernels/attention/group_query_attention.h"
 #include "kernels/attention/rotary.h"
 #include "kernels/registry.h"
@@ -10,6 +11,9 @@ void register_attention_ops(OpRegistry& r) {
   r.add({"com.microsoft", "GroupQueryAttention", 1, INT_MAX, attention::create_group_query_attention});
   r.add({"com.microsoft", "RotaryEmbedding", 1, INT_MAX, attention::create_rotary_embedding_contrib});
   r.add({"", "RotaryEmbedding", 23, INT_MAX, attention::create_rotary_embedding_onnx});
+  r.add({"com.microsoft", "MultiHeadAttention", 1, INT_MAX, attention::create_multi_head_attention});
+  r.add({"com.microsoft", "Attention", 1, INT_MAX, attention::create_attention_contrib});
+  r.add({"", "Attention", 23, INT_MAX, attention::create_attention_onnx});
 }
 
 }  // namespace ember::kernels

@@ -1,0 +1,135 @@
+#include "kernels/attention/attention_layout.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "base/buffer.h"
+#include "threading/thread_pool.h"
+
+namespace ember::kernels::attention {
+namespace {
+
+// Cache rows are copied in ranges of at least this many floats (grain = this /
+// (rows * head_size) heads). Not yet timed: chosen as RotaryEmbedding's
+// measured 16Ki-element grain (rotary.cpp), the same memory-bound row copy.
+constexpr int64_t kCopyGrainFloats = 16384;
+
+thread_local std::array<AlignedBuffer, static_cast<size_t>(ScratchSlot::kCount)> t_scratch;
+
+void copy_rows(const float* src, int64_t src_stride, const float* bias, int64_t rows, int64_t width, float* dst) {
+  for (int64_t s = 0; s < rows; ++s) {
+    const float* in = src + s * src_stride;
+    float* out = dst + s * width;
+    if (bias) {
+      for (int64_t d = 0; d < width; ++d) out[d] = in[d] + bias[d];
+    } else {
+      std::memcpy(out, in, static_cast<size_t>(width) * sizeof(float));
+    }
+  }
+}
+
+}  // namespace
+
+Status check_input_dtype(const KernelInit& init, size_t i, const char* name, DType want) {
+  const DType t = input_dtype(init, i);
+  if (t == DType::kUndefined || t == want) return Status::ok();
+  return invalid_argument("node '{}': input '{}' is {}, expected {}", init.node.name, name, dtype_name(t),
+                          dtype_name(want));
+}
+
+float* scratch_floats(ScratchSlot slot, int64_t count) {
+  AlignedBuffer& b = t_scratch[static_cast<size_t>(slot)];
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float);
+  if (b.size() < bytes) b.resize(bytes);
+  return static_cast<float*>(b.data());
+}
+
+void write_cache(const CacheWrite& w, float* dst) {
+  const int64_t total = w.past_rows + w.rows;
+  const int64_t head_floats = total * w.head_size;
+  const int64_t grain = std::max<int64_t>(1, kCopyGrainFloats / std::max<int64_t>(1, head_floats));
+  threading::parallel_for(w.batch * w.heads, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t b = i / w.heads, n = i % w.heads;
+      float* out = dst + i * head_floats;
+      if (w.past_rows > 0) {
+        std::memcpy(out, w.past + i * w.past_rows * w.head_size,
+                    static_cast<size_t>(w.past_rows * w.head_size) * sizeof(float));
+      }
+      copy_rows(w.src.at(b, n, 0), w.src.row_stride, w.bias ? w.bias + n * w.head_size : nullptr, w.rows,
+                w.head_size, out + w.past_rows * w.head_size);
+    }
+  });
+}
+
+ScoreBias mask_scores(MaskForm form, const int32_t* mask, int64_t batch, int64_t seq, int64_t total,
+                      float filter_value) {
+  const int64_t rows = form == MaskForm::kPerQuery ? seq : 1;
+  float* out = scratch_floats(ScratchSlot::kMask, batch * rows * total);
+  for (int64_t b = 0; b < batch; ++b) {
+    float* row = out + b * rows * total;
+    if (form == MaskForm::kEnd || form == MaskForm::kEndStart) {
+      const int64_t end = std::clamp<int64_t>(mask[b], 0, total);
+      const int64_t start = form == MaskForm::kEndStart ? std::clamp<int64_t>(mask[batch + b], 0, total) : 0;
+      for (int64_t t = 0; t < total; ++t) row[t] = t < start || t >= end ? filter_value : 0.0f;
+      continue;
+    }
+    const int32_t* m = mask + b * rows * total;
+    for (int64_t j = 0; j < rows * total; ++j) row[j] = m[j] > 0 ? 0.0f : filter_value;
+  }
+  return {out, rows * total, 0, form == MaskForm::kPerQuery ? total : 0};
+}
+
+ScoreBias attention_bias_scores(const Tensor& bias) {
+  const int64_t plane = bias.dim(2) * bias.dim(3);
+  return {bias.data_as<float>(), bias.dim(0) == 1 ? 0 : bias.dim(1) * plane, bias.dim(1) == 1 ? 0 : plane,
+          bias.dim(3)};
+}
+
+ScoreBias combine_scores(const ScoreBias& bias, int64_t bias_heads, const ScoreBias& mask, int64_t batch,
+                         int64_t seq, int64_t total) {
+  float* out = scratch_floats(ScratchSlot::kBias, batch * bias_heads * seq * total);
+  threading::parallel_for(batch * bias_heads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t b = i / bias_heads, n = i % bias_heads;
+      for (int64_t s = 0; s < seq; ++s) {
+        const float* x = bias.data + b * bias.batch_stride + n * bias.head_stride + s * bias.row_stride;
+        const float* m = mask.data + b * mask.batch_stride + s * mask.row_stride;
+        float* y = out + (i * seq + s) * total;
+        for (int64_t t = 0; t < total; ++t) y[t] = x[t] + m[t];
+      }
+    }
+  });
+  return {out, bias_heads * seq * total, bias_heads == 1 ? 0 : seq * total, total};
+}
+
+void run_problem(const AttentionProblem& p) {
+  const int64_t group = p.q_heads / p.kv_heads;
+  attend(p.spec, p.batch * p.kv_heads, [&](int64_t i) {
+    const int64_t b = i / p.kv_heads, g = i % p.kv_heads, n0 = g * group;
+    AttentionSlice s;
+    s.heads = group;
+    s.rows = p.seq;
+    s.keys = p.total;
+    s.q = p.q.at(b, n0, 0);
+    s.q_head_stride = p.q.head_stride;
+    s.q_row_stride = p.q.row_stride;
+    s.k = p.k.at(b, g, 0);
+    s.k_row_stride = p.k.row_stride;
+    s.v = p.v.at(b, g, 0);
+    s.v_row_stride = p.v.row_stride;
+    s.out = p.out + b * p.out_batch_stride + n0 * p.out_head_stride;
+    s.out_head_stride = p.out_head_stride;
+    s.out_row_stride = p.out_row_stride;
+    s.causal_end = p.causal_end;
+    if (p.bias.data) {
+      s.bias = p.bias.data + b * p.bias.batch_stride + n0 * p.bias.head_stride;
+      s.bias_head_stride = p.bias.head_stride;
+      s.bias_row_stride = p.bias.row_stride;
+    }
+    return s;
+  });
+}
+
+}  // namespace ember::kernels::attention

@@ -1,0 +1,319 @@
+// ONNX Attention (opset 23) as ONNX Runtime's CPU kernel runs it.
+//
+// Q [B, qN, S, H] or [B, S, qN * H] (q_num_heads), K [B, kvN, L, H] or
+// [B, L, kvN * H], V [B, kvN, L, Hv] or [B, L, kvN * Hv] (kv_num_heads); query
+// head n reads key/value head n / (qN / kvN). attn_mask bool (false: -inf) or
+// float (added), [S, T] broadcast over batch and heads ([B or 1, qN or 1, S, T]);
+// past_key/past_value [B, kvN, P, H] with the present outputs [B, kvN, P + L, H]
+// (ONNX Runtime refuses a past without them).
+// is_causal lets query s see keys t <= P + s (aligned to the bottom right, as
+// ONNX Runtime does). softcap is applied to the scaled scores before the mask
+// is added: ONNX Runtime's order (the spec puts the mask first). A row whose
+// scores are all -inf outputs zeros. softmax_precision is accepted and
+// ignored: the softmax always runs in f32. qk_matmul_output_mode 0-3 writes the
+// scores after scaling, softcap, mask, or softmax (ONNX Runtime's stages).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/attention/attention_layout.h"
+#include "kernels/attention/attention_ops.h"
+#include "kernels/matmul/sgemm.h"
+
+namespace ember::kernels::attention {
+namespace {
+
+enum Input : size_t { kQ, kK, kV, kMask, kPastKey, kPastValue, kNonpadKvSeqlen };
+enum Output : size_t { kY, kPresentKey, kPresentValue, kQk };
+
+struct Attrs {
+  bool is_causal = false;
+  int64_t q_heads = 0, kv_heads = 0;
+  int64_t qk_mode = 0;
+  float scale = 0.0f;
+  float softcap = 0.0f;
+};
+
+struct Geometry {
+  bool bnsh = false;  // 4-D inputs
+  int64_t batch = 0, seq = 0, kv_seq = 0, past = 0, total = 0;
+  int64_t q_heads = 0, kv_heads = 0, head_size = 0, v_head_size = 0;
+  int64_t mask_dims[4] = {1, 1, 1, 1};  // attn_mask right-aligned to [B, qN, S, T]
+};
+
+Status split_heads(const Tensor& t, const char* name, int64_t heads, const char* attr, int64_t& head_size) {
+  if (heads <= 0) return invalid_argument("input '{}' {} is 3-D: attribute {} is required", name, t.describe(), attr);
+  if (t.dim(2) % heads != 0) {
+    return invalid_argument("input '{}' {}: hidden size {} is not a multiple of {}={}", name, t.describe(), t.dim(2),
+                            attr, heads);
+  }
+  head_size = t.dim(2) / heads;
+  return Status::ok();
+}
+
+Status read_qkv(const KernelContext& ctx, const Attrs& at, Geometry& g) {
+  const Tensor& q = ctx.input(kQ);
+  const Tensor& k = ctx.input(kK);
+  const Tensor& v = ctx.input(kV);
+  if ((q.rank() != 3 && q.rank() != 4) || k.rank() != q.rank() || v.rank() != q.rank()) {
+    return invalid_argument("inputs 'Q' {}, 'K' {} and 'V' {} must all be 3-D or all 4-D", q.describe(),
+                            k.describe(), v.describe());
+  }
+  g.bnsh = q.rank() == 4;
+  g.batch = q.dim(0);
+  int64_t k_head_size = 0;
+  if (g.bnsh) {
+    g.q_heads = q.dim(1);
+    g.seq = q.dim(2);
+    g.head_size = q.dim(3);
+    g.kv_heads = k.dim(1);
+    g.kv_seq = k.dim(2);
+    k_head_size = k.dim(3);
+    g.v_head_size = v.dim(3);
+    if (v.dim(1) != g.kv_heads || v.dim(2) != g.kv_seq) {
+      return invalid_argument("input 'V' {} must be [batch, kv_num_heads={}, kv_length={}, v_head_size]",
+                              v.describe(), g.kv_heads, g.kv_seq);
+    }
+  } else {
+    g.seq = q.dim(1);
+    g.q_heads = at.q_heads;
+    g.kv_heads = at.kv_heads;
+    g.kv_seq = k.dim(1);
+    EMBER_RETURN_IF_ERROR(split_heads(q, "Q", at.q_heads, "q_num_heads", g.head_size));
+    EMBER_RETURN_IF_ERROR(split_heads(k, "K", at.kv_heads, "kv_num_heads", k_head_size));
+    EMBER_RETURN_IF_ERROR(split_heads(v, "V", at.kv_heads, "kv_num_heads", g.v_head_size));
+    if (v.dim(1) != g.kv_seq) {
+      return invalid_argument("inputs 'K' {} and 'V' {} must have the same kv_length", k.describe(), v.describe());
+    }
+  }
+  if (k.dim(0) != g.batch || v.dim(0) != g.batch || k_head_size != g.head_size) {
+    return invalid_argument("inputs 'Q' {}, 'K' {}, 'V' {}: batch sizes and Q/K head sizes must match", q.describe(),
+                            k.describe(), v.describe());
+  }
+  if (g.kv_heads <= 0 || g.q_heads % g.kv_heads != 0) {
+    return invalid_argument("q_num_heads={} must be a multiple of kv_num_heads={}", g.q_heads, g.kv_heads);
+  }
+  return Status::ok();
+}
+
+Status read_past(const KernelContext& ctx, Geometry& g) {
+  const bool has_k = ctx.has_input(kPastKey), has_v = ctx.has_input(kPastValue);
+  if (has_k != has_v) return invalid_argument("inputs 'past_key' and 'past_value' must be both present or both absent");
+  if (!has_k) return Status::ok();
+  const Tensor& pk = ctx.input(kPastKey);
+  const Tensor& pv = ctx.input(kPastValue);
+  if (pk.rank() != 4 || pk.dim(0) != g.batch || pk.dim(1) != g.kv_heads || pk.dim(3) != g.head_size ||
+      pv.rank() != 4 || pv.dim(0) != g.batch || pv.dim(1) != g.kv_heads || pv.dim(2) != pk.dim(2) ||
+      pv.dim(3) != g.v_head_size) {
+    return invalid_argument("inputs 'past_key' {} and 'past_value' {} must be [batch={}, kv_num_heads={}, "
+                            "past_length, head_size={} / v_head_size={}]",
+                            pk.describe(), pv.describe(), g.batch, g.kv_heads, g.head_size, g.v_head_size);
+  }
+  if (!ctx.has_output(kPresentKey) || !ctx.has_output(kPresentValue)) {
+    return not_implemented("past_key/past_value without the present_key/present_value outputs are not supported "
+                           "(as in ONNX Runtime's CPU kernel)");
+  }
+  g.past = pk.dim(2);
+  return Status::ok();
+}
+
+Status read_mask(const KernelContext& ctx, Geometry& g) {
+  if (!ctx.has_input(kMask)) return Status::ok();
+  const Tensor& m = ctx.input(kMask);
+  const int64_t full[4] = {g.batch, g.q_heads, g.seq, g.total};
+  // ONNX Runtime broadcasts batch and heads only: the last two dims must be [S, T].
+  bool ok = m.rank() >= 2 && m.rank() <= 4;
+  for (int64_t i = 0; ok && i < m.rank(); ++i) {
+    const int64_t d = m.dim(m.rank() - 1 - i), axis = 3 - i;
+    ok = d == full[axis] || (d == 1 && axis < 2);
+    g.mask_dims[axis] = d;
+  }
+  if (!ok) {
+    return invalid_argument("input 'attn_mask' {} must be [q_length={}, total_length={}] with optional leading "
+                            "[batch={} or 1, q_num_heads={} or 1]",
+                            m.describe(), g.seq, g.total, g.batch, g.q_heads);
+  }
+  return Status::ok();
+}
+
+Result<Geometry> geometry(const KernelContext& ctx, const Attrs& at) {
+  if (ctx.has_input(kNonpadKvSeqlen)) {
+    return not_implemented("input 'nonpad_kv_seqlen' (Attention-24) is not implemented");
+  }
+  Geometry g;
+  EMBER_RETURN_IF_ERROR(read_qkv(ctx, at, g));
+  EMBER_RETURN_IF_ERROR(read_past(ctx, g));
+  g.total = g.past + g.kv_seq;
+  EMBER_RETURN_IF_ERROR(read_mask(ctx, g));
+  return g;
+}
+
+HeadLayout input_layout(const float* data, const Geometry& g, int64_t heads, int64_t rows, int64_t head_size) {
+  return g.bnsh ? bnsh_layout(data, heads, rows, head_size) : bsd_layout(data, rows, head_size, heads * head_size);
+}
+
+// attn_mask as additive scores (bool: false -> -inf), strides 0 on broadcast dims.
+ScoreBias mask_bias(const Tensor& m, const Geometry& g) {
+  const int64_t* d = g.mask_dims;
+  const float* data = m.data_as<float>();
+  if (m.dtype() == DType::kBool) {
+    float* f = scratch_floats(ScratchSlot::kMask, m.numel());
+    const bool* b = m.data_as<bool>();
+    for (int64_t i = 0; i < m.numel(); ++i) f[i] = b[i] ? 0.0f : -std::numeric_limits<float>::infinity();
+    data = f;
+  }
+  return {data, d[0] == 1 ? 0 : d[1] * d[2] * d[3], d[1] == 1 ? 0 : d[2] * d[3], d[2] == 1 ? 0 : d[3]};
+}
+
+class AttentionOnnxKernel final : public OpKernel {
+ public:
+  explicit AttentionOnnxKernel(Attrs attrs) : at_(attrs), gemm_(&sgemm::sgemm_table()) {}
+
+  Status infer(KernelContext& ctx) const override {
+    EMBER_ASSIGN_OR_RETURN(Geometry g, geometry(ctx, at_));
+    if (g.bnsh) {
+      ctx.set_output(kY, DType::kF32, {g.batch, g.q_heads, g.seq, g.v_head_size});
+    } else {
+      ctx.set_output(kY, DType::kF32, {g.batch, g.seq, g.q_heads * g.v_head_size});
+    }
+    ctx.set_output(kPresentKey, DType::kF32, {g.batch, g.kv_heads, g.total, g.head_size});
+    ctx.set_output(kPresentValue, DType::kF32, {g.batch, g.kv_heads, g.total, g.v_head_size});
+    ctx.set_output(kQk, DType::kF32, {g.batch, g.q_heads, g.seq, g.total});
+    return Status::ok();
+  }
+
+  Status run(KernelContext& ctx) const override {
+    EMBER_ASSIGN_OR_RETURN(Geometry g, geometry(ctx, at_));
+    AttentionProblem p;
+    p.spec.head_size = g.head_size;
+    p.spec.v_head_size = g.v_head_size;
+    p.spec.scale = at_.scale != 0.0f ? at_.scale : 1.0f / std::sqrt(static_cast<float>(g.head_size));
+    p.spec.softcap = at_.softcap;
+    p.batch = g.batch;
+    p.q_heads = g.q_heads;
+    p.kv_heads = g.kv_heads;
+    p.seq = g.seq;
+    p.total = g.total;
+    p.q = input_layout(ctx.input(kQ).data_as<float>(), g, g.q_heads, g.seq, g.head_size);
+    p.k = key_value_rows(ctx, g, kK, kPastKey, kPresentKey, g.head_size, ScratchSlot::kKey);
+    p.v = key_value_rows(ctx, g, kV, kPastValue, kPresentValue, g.v_head_size, ScratchSlot::kValue);
+    p.out = ctx.output(kY).data_as<float>();
+    p.out_head_stride = g.bnsh ? g.seq * g.v_head_size : g.v_head_size;
+    p.out_row_stride = g.bnsh ? g.v_head_size : g.q_heads * g.v_head_size;
+    p.out_batch_stride = g.q_heads * g.seq * g.v_head_size;
+    if (at_.is_causal) p.causal_end = g.past;
+    if (ctx.has_input(kMask)) p.bias = mask_bias(ctx.input(kMask), g);
+    run_problem(p);
+    if (ctx.has_output(kQk)) write_scores(p, ctx.output(kQk).data_as<float>());
+    return Status::ok();
+  }
+
+ private:
+  HeadLayout key_value_rows(KernelContext& ctx, const Geometry& g, size_t input, size_t past, size_t present,
+                            int64_t head_size, ScratchSlot slot) const {
+    const HeadLayout src = input_layout(ctx.input(input).data_as<float>(), g, g.kv_heads, g.kv_seq, head_size);
+    if (!ctx.has_output(present) && g.past == 0) return src;
+    float* dst = ctx.has_output(present) ? ctx.output(present).data_as<float>()
+                                         : scratch_floats(slot, g.batch * g.kv_heads * g.total * head_size);
+    const float* past_data = g.past > 0 ? ctx.input(past).data_as<float>() : nullptr;
+    write_cache({g.batch, g.kv_heads, head_size, g.past, g.kv_seq, past_data, src, nullptr}, dst);
+    return bnsh_layout(dst, g.kv_heads, g.total, head_size);
+  }
+
+  // The optional 4th output [B, qN, S, T] at stage qk_matmul_output_mode.
+  void write_scores(const AttentionProblem& p, float* out) const {
+    const int64_t group = p.q_heads / p.kv_heads;
+    for (int64_t b = 0; b < p.batch; ++b) {
+      for (int64_t n = 0; n < p.q_heads; ++n) {
+        float* c = out + (b * p.q_heads + n) * p.seq * p.total;
+        GemmParams gp;
+        gp.trans_b = true;
+        gp.m = p.seq;
+        gp.n = p.total;
+        gp.k = p.spec.head_size;
+        gp.lda = p.q.row_stride;
+        gp.ldb = p.k.row_stride;
+        gp.ldc = p.total;
+        gp.alpha = p.spec.scale;
+        sgemm::gemm(*gemm_, gp, p.q.at(b, n, 0), p.k.at(b, n / group, 0), c);
+        if (at_.qk_mode >= 1) apply_stages(p, b, n, c);
+      }
+    }
+  }
+
+  void apply_stages(const AttentionProblem& p, int64_t b, int64_t n, float* c) const {
+    // ONNX Runtime writes the causal mask as the lowest float, not -inf.
+    constexpr float kLowest = std::numeric_limits<float>::lowest();
+    for (int64_t s = 0; s < p.seq; ++s) {
+      float* row = c + s * p.total;
+      const float* bias = p.bias.data ? p.bias.data + b * p.bias.batch_stride + n * p.bias.head_stride +
+                                            s * p.bias.row_stride
+                                      : nullptr;
+      for (int64_t t = 0; t < p.total; ++t) {
+        float x = row[t];
+        if (at_.softcap > 0) x = at_.softcap * std::tanh(x / at_.softcap);
+        if (at_.qk_mode >= 2) {
+          if (bias) x += bias[t];
+          if (p.causal_end >= 0 && t > p.causal_end + s) x = kLowest;
+        }
+        row[t] = x;
+      }
+      if (at_.qk_mode == 3) softmax_row(row, p.total);
+    }
+  }
+
+  static void softmax_row(float* row, int64_t n) {
+    const float max = n > 0 ? *std::max_element(row, row + n) : 0.0f;
+    if (!std::isfinite(max)) {
+      std::fill(row, row + n, 0.0f);
+      return;
+    }
+    double sum = 0;
+    for (int64_t t = 0; t < n; ++t) sum += row[t] = std::exp(row[t] - max);
+    for (int64_t t = 0; t < n; ++t) row[t] = static_cast<float>(row[t] / sum);
+  }
+
+  Attrs at_;
+  const sgemm::SgemmTable* gemm_;
+};
+
+Result<Attrs> read_attrs(const ir::Node& node) {
+  ir::AttrReader r(node);
+  Attrs at;
+  const int64_t causal = r.get_int("is_causal", 0);
+  at.q_heads = r.get_int("q_num_heads", 0);
+  at.kv_heads = r.get_int("kv_num_heads", 0);
+  at.qk_mode = r.get_int("qk_matmul_output_mode", 0);
+  at.scale = r.get_float("scale", 0.0f);
+  at.softcap = r.get_float("softcap", 0.0f);
+  EMBER_RETURN_IF_ERROR(r.status());
+  if (causal != 0 && causal != 1) return invalid_argument("node '{}': is_causal={} must be 0 or 1", node.name, causal);
+  if (at.qk_mode < 0 || at.qk_mode > 3) {
+    return invalid_argument("node '{}': qk_matmul_output_mode={} must be 0, 1, 2 or 3", node.name, at.qk_mode);
+  }
+  if (at.softcap < 0) return invalid_argument("node '{}': softcap={} must not be negative", node.name, at.softcap);
+  at.is_causal = causal == 1;
+  return at;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<OpKernel>> create_attention_onnx(const KernelInit& init) {
+  EMBER_RETURN_IF_ERROR(require_inputs(init, 3));
+  EMBER_ASSIGN_OR_RETURN(Attrs at, read_attrs(init.node));
+  if (input_dtype(init, kQ) != DType::kF32) {
+    return not_implemented("node '{}': input 'Q' is {}; Attention is implemented for float32", init.node.name,
+                           dtype_name(input_dtype(init, kQ)));
+  }
+  constexpr std::pair<size_t, const char*> kFloatInputs[] = {
+      {kK, "K"}, {kV, "V"}, {kPastKey, "past_key"}, {kPastValue, "past_value"}};
+  for (const auto& [i, name] : kFloatInputs) EMBER_RETURN_IF_ERROR(check_input_dtype(init, i, name, DType::kF32));
+  const DType m = input_dtype(init, kMask);
+  if (m != DType::kUndefined && m != DType::kF32 && m != DType::kBool) {
+    return invalid_argument("node '{}': input 'attn_mask' is {}; it must be bool or the dtype of Q (float32)",
+                            init.node.name, dtype_name(m));
+  }
+  return std::unique_ptr<OpKernel>(std::make_unique<AttentionOnnxKernel>(at));
+}
+
+}  // namespace ember::kernels::attention
