@@ -2,7 +2,7 @@
 //
 // Inputs: query [B, S, N*H] (or packed Q|K|V [B, S, (N + 2 Nkv) H] with key and
 // value omitted), key/value [B, S, Nkv*H], past_key/past_value BNSH
-// [B, Nkv, P, H], seqlens_k int32 [B] (total length - 1 per batch row),
+// [B, Nkv, P, H], seqlens_k int32 [B] or [B, 1] (total length - 1 per batch row),
 // total_sequence_length int32 scalar, cos_cache/sin_cache [max_pos, rot/2],
 // position_ids int64 [B, S], attention_bias [B|1, N|1, S, T], head_sink [N].
 // Outputs: output [B, S, N*H], present_key/present_value [B, Nkv, max(P, total), H].
@@ -119,8 +119,9 @@ Result<Dims> GroupQueryAttention::dims(const KernelContext& ctx) const {
     d.past = pk.dim(2);
   }
   const Tensor& seqlens = ctx.input(kSeqlensK);
-  if (seqlens.rank() != 1 || seqlens.dim(0) != d.batch) {
-    return invalid_argument("input 'seqlens_k' {} must be [batch={}]", seqlens.describe(), d.batch);
+  // onnxruntime-genai's exports compute it with ReduceSum(keepdims=1): [batch, 1].
+  if (seqlens.rank() < 1 || seqlens.rank() > 2 || seqlens.dim(0) != d.batch || seqlens.numel() != d.batch) {
+    return invalid_argument("input 'seqlens_k' {} must be [batch={}] or [batch, 1]", seqlens.describe(), d.batch);
   }
   const Tensor& total = ctx.input(kTotalSeqLen);
   if (total.numel() != 1 || total.rank() > 1) {
