@@ -4,12 +4,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <random>
 #include <type_traits>
 
 #include "case_builder.h"
+#include "compare.h"
 #include "onnx/model_loader.h"
 
 namespace ember::bench {
@@ -208,12 +207,6 @@ void add_row_op_cases(std::vector<BenchCase>& cases) {
   }
 }
 
-Result<std::vector<uint8_t>> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::kIoError, fmt::format("cannot open '{}'", path));
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 }  // namespace
 
 std::vector<BenchCase> default_cases() {
@@ -247,10 +240,10 @@ std::vector<BenchCase> default_cases() {
 }
 
 Result<CaseModel> model_file_case(const std::string& path, const std::vector<std::pair<std::string, int64_t>>& dims) {
-  EMBER_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path));
   EMBER_ASSIGN_OR_RETURN(onnx::LoadedModel loaded, onnx::load_model(path));
   const ir::Graph& graph = *loaded.graph;
-  CaseModel model{std::string(bytes.begin(), bytes.end()), {}};
+  CaseModel model;
+  model.path = path;
   std::mt19937_64 rng(1234);
   for (ir::ValueId id : graph.inputs) {
     const ir::Value& v = graph.value(id);
@@ -268,12 +261,16 @@ Result<CaseModel> model_file_case(const std::string& path, const std::vector<std
 }
 
 Result<CaseModel> decoder_step_case(const std::string& path, int64_t past) {
-  EMBER_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path));
   EMBER_ASSIGN_OR_RETURN(onnx::LoadedModel loaded, onnx::load_model(path));
   const ir::Graph& graph = *loaded.graph;
   const bool shared = std::any_of(graph.nodes.begin(), graph.nodes.end(),
                                   [](const ir::Node& n) { return n.op_type == "GroupQueryAttention"; });
-  CaseModel model{std::string(bytes.begin(), bytes.end()), {}};
+  CaseModel model;
+  model.path = path;
+  const bool int8_activations = std::any_of(graph.nodes.begin(), graph.nodes.end(), [](const ir::Node& n) {
+    return n.op_type == "MatMulNBits" && ir::AttrReader(n).get_int("accuracy_level", 0) == 4;
+  });
+  model.rms_tolerance = ortref::decoder_logits_tolerance(int8_activations);
   std::mt19937_64 rng(1234);
   constexpr std::string_view kPast = "past_key_values.";
   for (ir::ValueId id : graph.inputs) {

@@ -33,6 +33,12 @@ struct CaseModel {
   // (output, input): timed runs write the output into the input's buffer, as a
   // decode loop binds present KV to past KV (past_present_share_buffer).
   std::vector<std::pair<std::string, std::string>> bound_outputs;
+  // Instead of bytes: a model file, read with its external data.
+  std::string path;
+  // Whole models: outputs agree when max |ours - ORT| <= this x RMS(ORT) for each
+  // float output (tests/ort/compare.h decoder_logits_tolerance), instead of the
+  // element-wise tolerance.
+  std::optional<double> rms_tolerance;
 };
 
 struct BenchCase {

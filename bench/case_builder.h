@@ -54,7 +54,7 @@ class CaseBuilder {
   void output(const std::string& name, DType dtype) { builder_.add_output_unshaped(name, dtype); }
 
   CaseModel finish(int64_t copies = 1, std::optional<Tolerance> tolerance = std::nullopt) {
-    return {builder_.serialize(), std::move(inputs_), copies, tolerance};
+    return {builder_.serialize(), std::move(inputs_), copies, tolerance, {}, {}, {}};
   }
 
  private:

@@ -16,6 +16,12 @@ using ember::Tolerance;
 // the table and the reason for each entry live in compare.cpp.
 Tolerance default_tolerance(DType dtype);
 
+// Whole decoder models: the largest |Ember - ORT| over a step's logits, relative
+// to the RMS of ORT's logits, may be at most this; int8_activations for models
+// whose MatMulNBits quantize activations (accuracy_level 4). Reasons and
+// measurements in compare.cpp.
+double decoder_logits_tolerance(bool int8_activations);
+
 // OK when dtypes, shapes and every element match; otherwise an error naming the
 // first mismatching element (flat and multi-dimensional index, both values), the
 // number of mismatches and the largest absolute and relative errors.
