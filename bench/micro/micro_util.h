@@ -60,5 +60,6 @@ inline void register_micro(const std::string& family, const std::string& kernel,
 void register_convert_benchmarks();
 void register_unary_benchmarks();
 void register_binary_benchmarks();
+void register_bandwidth_benchmarks();
 
 }  // namespace ember::bench
