@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -21,22 +22,26 @@ constexpr size_t kHugePage = size_t{2} << 20;
 void AlignedBuffer::Free::operator()(void* p) const { std::free(p); }
 
 void AlignedBuffer::resize(size_t bytes) {
-  if (bytes <= size_ && data_) {
+  if (bytes <= capacity_ && data_) {
     size_ = bytes;
     return;
   }
+  const size_t want = data_ ? std::max(bytes, capacity_ + capacity_ / 2) : bytes;
   // Always hand out at least one aligned block so a zero-size tensor still has a valid pointer.
   void* p;
-  if (bytes >= kHugePage) {
-    const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-    p = std::aligned_alloc(kHugePage, rounded);
-    if (p) madvise(p, rounded, MADV_HUGEPAGE);
+  size_t got;
+  if (want >= kHugePage) {
+    got = (want + kHugePage - 1) / kHugePage * kHugePage;
+    p = std::aligned_alloc(kHugePage, got);
+    if (p) madvise(p, got, MADV_HUGEPAGE);
   } else {
-    p = std::aligned_alloc(kAlignment, align_up(bytes == 0 ? 1 : bytes));
+    got = align_up(want == 0 ? 1 : want);
+    p = std::aligned_alloc(kAlignment, got);
   }
   if (!p) throw std::bad_alloc();
   data_.reset(p);
   size_ = bytes;
+  capacity_ = got;
 }
 
 }  // namespace ember

@@ -17,11 +17,16 @@ class AlignedBuffer {
   AlignedBuffer(AlignedBuffer&&) noexcept = default;
   AlignedBuffer& operator=(AlignedBuffer&&) noexcept = default;
 
-  // Discards the contents when it has to grow.
+  // Makes size() `bytes`, discarding the contents when it has to grow. Never
+  // shrinks the allocation. The first allocation is exact; growing one that
+  // exists takes half again (a scratch or arena buffer asked to grow is in a
+  // loop of growing shapes, such as decode steps), so a sequence of growing
+  // sizes allocates O(log) times.
   void resize(size_t bytes);
   void* data() { return data_.get(); }
   const void* data() const { return data_.get(); }
   size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
 
  private:
   struct Free {
@@ -29,6 +34,7 @@ class AlignedBuffer {
   };
   std::unique_ptr<void, Free> data_;
   size_t size_ = 0;
+  size_t capacity_ = 0;
 };
 
 }  // namespace ember

@@ -60,7 +60,6 @@ struct Plan {
   // values point here. Only the first `buffers_used` hold this plan's values;
   // every buffer keeps its capacity across rebuilds.
   std::vector<AlignedBuffer> buffers;
-  std::vector<size_t> buffer_capacity;
   size_t buffers_used = 0;
 
   bool matches(std::span<const Tensor* const> inputs) const;
@@ -93,11 +92,6 @@ struct PlanScratch {
   std::vector<std::vector<uint32_t>> live_at, starts_at;  // block indices by step
   std::vector<std::pair<size_t, size_t>> busy;
 };
-
-// Grows `b` to hold `bytes`; after its first size, by half again, so a size
-// growing a little every step (a decode loop's) reallocates rarely; never shrinks. `capacity` is the
-// buffer's real size (AlignedBuffer::size() follows the last request).
-void reserve_geometric(AlignedBuffer& b, size_t& capacity, size_t bytes);
 
 // Builds into `plan` the plan for `inputs` (dtype and shape of each; data
 // unused, except nullptr = omitted input with a default), reusing the storage

@@ -31,13 +31,10 @@ Status Planner::evaluate_now(const ir::Node& node, const kernels::OpKernel& kern
   std::vector<Tensor>& outputs = scratch.outputs;
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!scratch.output_ptrs[i]) continue;
-    if (plan.buffers_used == plan.buffers.size()) {
-      plan.buffers.emplace_back();
-      plan.buffer_capacity.push_back(0);
-    }
+    if (plan.buffers_used == plan.buffers.size()) plan.buffers.emplace_back();
     const size_t k = plan.buffers_used++;
     const size_t bytes = outputs[i].nbytes();
-    reserve_geometric(plan.buffers[k], plan.buffer_capacity[k], bytes);
+    plan.buffers[k].resize(bytes);
     outputs[i].set_data(plan.buffers[k].data());
     if (bytes) std::memset(outputs[i].data(), 0, bytes);
   }
@@ -286,14 +283,6 @@ bool Plan::matches(std::span<const Tensor* const> inputs) const {
     if (inputs[i]->dtype() != input_dtypes[i] || !(inputs[i]->shape() == input_shapes[i])) return false;
   }
   return true;
-}
-
-void reserve_geometric(AlignedBuffer& b, size_t& capacity, size_t bytes) {
-  if (bytes <= capacity && b.data()) return;
-  // The first size is exact (a run at one shape wastes nothing); a buffer
-  // asked to grow is in a loop of growing shapes and gets half again.
-  capacity = capacity == 0 ? bytes : std::max(bytes + bytes / 2, capacity + capacity / 2);
-  b.resize(capacity);
 }
 
 Status build_plan(const PlannerInput& in, std::span<const Tensor* const> inputs, Plan& plan, PlanScratch& scratch) {

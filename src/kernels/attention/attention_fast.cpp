@@ -38,8 +38,7 @@ constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 float* grow(AlignedBuffer& b, int64_t floats) {
-  const size_t bytes = static_cast<size_t>(std::max<int64_t>(floats, 1)) * sizeof(float);
-  if (b.size() < bytes) b.resize(bytes);
+  b.resize(static_cast<size_t>(floats) * sizeof(float));
   return static_cast<float*>(b.data());
 }
 
@@ -85,10 +84,6 @@ std::pair<float, float> exp_row(const Kernels& kn, float* s, int64_t n) {
 }
 
 // ---- decode ----
-
-struct DecodeLayout {
-  int64_t stride = 0;  // floats of one head's partial: m, l, acc[v_head_size]
-};
 
 int64_t chunks_of(const AttentionSlice& s, int64_t r) {
   const int64_t len = slice_key_end(s, r) - slice_key_first(s, r);

@@ -41,7 +41,7 @@ Status check_input_dtype(const KernelInit& init, size_t i, const char* name, DTy
 float* scratch_floats(ScratchSlot slot, int64_t count) {
   AlignedBuffer& b = t_scratch[static_cast<size_t>(slot)];
   const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float);
-  if (b.size() < bytes) b.resize(bytes);
+  b.resize(bytes);
   return static_cast<float*>(b.data());
 }
 

@@ -98,7 +98,7 @@ void pack_a(const PackedProblem& p, int64_t mr, int64_t i0, int64_t rows, int64_
 // Units [begin, end) of the (A block, B panel) grid, A block major.
 void run_units(const SgemmTable& t, const PackedProblem& p, const Blocking& bl, int64_t begin, int64_t end) {
   const size_t a_bytes = static_cast<size_t>(bl.mc * (bl.pack_all_k ? p.k : bl.kc)) * sizeof(float);
-  if (t_a_pack.size() < a_bytes) t_a_pack.resize(a_bytes);
+  t_a_pack.resize(a_bytes);
   float* const a_pack = static_cast<float*>(t_a_pack.data());
   for (int64_t u = begin; u < end;) {
     const int64_t mb = u / bl.panels;
@@ -209,7 +209,7 @@ void gemm(const SgemmTable& t, const GemmParams& p, const float* a, const float*
     return;
   }
   const int64_t floats = packed_b_floats(p.k, p.n, t.nr);
-  if (t_b_pack.size() < static_cast<size_t>(floats) * sizeof(float)) t_b_pack.resize(floats * sizeof(float));
+  t_b_pack.resize(static_cast<size_t>(floats) * sizeof(float));
   float* packed = static_cast<float*>(t_b_pack.data());
   pack_b(b, p.ldb, p.trans_b, p.k, p.n, t.nr, packed);
   gemm_packed(t, {p.m, p.n, p.k, a, p.lda, p.trans_a, packed, c, p.ldc, p.alpha, accumulate});
