@@ -86,6 +86,11 @@ class OpKernel {
   // Output 0 may be written into the buffer of input `k` (same byte size,
   // elementwise-safe), or -1.
   virtual int inplace_input() const { return -1; }
+  // Output `output` is computed correctly when the caller binds it to the very
+  // buffer of input `input` (Session::run_bound), e.g. a KV cache appended in place.
+  virtual bool may_share_buffer(size_t output, size_t input) const {
+    return output == 0 && static_cast<int>(input) == inplace_input();
+  }
   // Output 0 is input 0's bytes under a new shape (Reshape, Squeeze, ...): the
   // runtime makes it a view and never calls run().
   virtual bool is_view() const { return false; }

@@ -12,14 +12,12 @@ namespace ember::runtime {
 struct Executor::RunState {
   uint64_t generation = 0;  // of the plan the tables below were made for
   AlignedBuffer arena;
-  size_t arena_capacity = 0;
   std::vector<Tensor> values;            // indexed by ValueId
   std::vector<const Tensor*> in_ptrs;    // parallel to Plan::step_inputs
   std::vector<Tensor*> out_ptrs;         // parallel to Plan::step_outputs
   std::vector<ir::ValueId> dynamic_values;  // released after each run
   // run_bound(): where outputs the caller did not bind are written.
   std::vector<AlignedBuffer> dropped_outputs;
-  std::vector<size_t> dropped_capacity;
 };
 
 struct Executor::PlanEntry {
@@ -164,10 +162,10 @@ Result<std::shared_ptr<Executor::PlanEntry>> Executor::find_or_build_plan(std::s
     if (plans_.back().use_count() == 1) {
       entry = std::move(plans_.back());
       ++entry->generation;
-      ++plans_rebuilt_;
     }
     plans_.pop_back();
   }
+  const bool rebuilt = entry != nullptr;
   if (!entry) {
     entry = std::make_shared<PlanEntry>();
     entry->plan = std::make_unique<Plan>();
@@ -178,6 +176,7 @@ Result<std::shared_ptr<Executor::PlanEntry>> Executor::find_or_build_plan(std::s
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
   EMBER_RETURN_IF_ERROR(st);
   ++plans_built_;
+  if (rebuilt) ++plans_rebuilt_;
   plans_.insert(plans_.begin(), entry);
   return entry;
 }
@@ -241,7 +240,7 @@ std::unique_ptr<Executor::RunState> Executor::acquire_state(PlanEntry& entry) co
   if (!state) state = std::make_unique<RunState>();
   const Plan& plan = *entry.plan;
   state->generation = entry.generation;
-  reserve_geometric(state->arena, state->arena_capacity, plan.arena_bytes);
+  state->arena.resize(plan.arena_bytes);
   auto* base = static_cast<char*>(state->arena.data());
   state->values.resize(plan.values.size());
   state->dynamic_values.clear();
@@ -351,7 +350,7 @@ Status Executor::run_impl(std::span<const Tensor* const> inputs, std::vector<Ten
       state->values[static_cast<size_t>(graph_outputs[k])].set_data(out.data());
     }
   } else {
-    st = bind_outputs(plan, bound, *state);
+    st = bind_outputs(plan, inputs, bound, *state);
   }
   for (size_t s = 0; st.is_ok() && s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
@@ -372,10 +371,41 @@ Status Executor::run_impl(std::span<const Tensor* const> inputs, std::vector<Ten
 // the state when the caller does not want it). Outputs the plan does not
 // compute into their own buffer are checked here when their shape is known
 // and copied after the run.
-Status Executor::bind_outputs(const Plan& plan, std::span<Tensor* const> bound, RunState& state) const {
+// A bound output written by its kernel into an input's buffer is only right when
+// no other node reads that input's data and the output's kernel writes it in
+// place over that input (OpKernel::may_share_buffer).
+Status Executor::check_shared_buffer(ir::ValueId output, const Tensor& out,
+                                     std::span<const Tensor* const> inputs) const {
+  const ir::Value& value = graph_->value(output);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i] || !overlaps_any(out, inputs.subspan(i, 1))) continue;
+    const ir::Value& in = graph_->value(inputs_[i]);
+    bool ok = value.producer >= 0;
+    for (ir::NodeId c : in.consumers) {
+      if (c == value.producer) continue;
+      const kernels::OpKernel* reader = kernels_[static_cast<size_t>(c)].load(std::memory_order_acquire);
+      ok = ok && reader && !reader->reads_input_data();  // Shape, Size: only the shape
+    }
+    if (ok) {
+      const ir::Node& node = graph_->node(value.producer);
+      const kernels::OpKernel* k = kernels_[static_cast<size_t>(value.producer)].load(std::memory_order_acquire);
+      const auto in_at = std::find(node.inputs.begin(), node.inputs.end(), inputs_[i]) - node.inputs.begin();
+      const auto out_at = std::find(node.outputs.begin(), node.outputs.end(), output) - node.outputs.begin();
+      ok = k && k->may_share_buffer(static_cast<size_t>(out_at), static_cast<size_t>(in_at));
+    }
+    if (!ok) {
+      return invalid_argument("output '{}' is bound to the buffer of input '{}', but only a node that alone reads that "
+                              "input's data and writes this output in place over it may share it",
+                              value.name, in.name);
+    }
+  }
+  return Status::ok();
+}
+
+Status Executor::bind_outputs(const Plan& plan, std::span<const Tensor* const> inputs, std::span<Tensor* const> bound,
+                              RunState& state) const {
   const auto& graph_outputs = graph_->outputs;
   state.dropped_outputs.resize(graph_outputs.size());
-  state.dropped_capacity.resize(graph_outputs.size());
   for (size_t k = 0; k < graph_outputs.size(); ++k) {
     const ValuePlan& v = plan.values[static_cast<size_t>(graph_outputs[k])];
     Tensor* out = bound[k];
@@ -389,9 +419,10 @@ Status Executor::bind_outputs(const Plan& plan, std::span<Tensor* const> bound, 
                               out->describe());
     }
     if (v.storage != Storage::kOutput || v.output_index != static_cast<int32_t>(k)) continue;
+    if (out && out->nbytes() > 0) EMBER_RETURN_IF_ERROR(check_shared_buffer(graph_outputs[k], *out, inputs));
     void* data = out ? out->data() : nullptr;
     if (!out) {
-      reserve_geometric(state.dropped_outputs[k], state.dropped_capacity[k], v.tensor.nbytes());
+      state.dropped_outputs[k].resize(v.tensor.nbytes());
       data = state.dropped_outputs[k].data();
     }
     state.values[static_cast<size_t>(graph_outputs[k])].set_data(data ? data : g_empty_data);

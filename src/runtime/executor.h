@@ -35,7 +35,10 @@ class Executor : public kernels::SubgraphCompiler {
   Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const;
   // Writes output k into the caller's `outputs[k]` (which must have the dtype
   // and shape this run computes), or computes and drops it when null. A bound
-  // output may share its bytes with an input: the kernel then sees both.
+  // output may share its bytes with an input when no other node reads the input's
+  // data and the output's kernel writes the output in place over it
+  // (OpKernel::may_share_buffer: GroupQueryAttention's present/past KV); the
+  // kernel then sees both. Any other overlap is an error.
   Status run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const;
 
   Result<std::unique_ptr<kernels::CompiledSubgraph>> compile(std::shared_ptr<const ir::Graph> graph) override;
@@ -57,7 +60,9 @@ class Executor : public kernels::SubgraphCompiler {
   // `owned` receives the outputs (run()), else `bound` names their buffers (run_bound()).
   Status run_impl(std::span<const Tensor* const> inputs, std::vector<Tensor>* owned,
                   std::span<Tensor* const> bound) const;
-  Status bind_outputs(const Plan& plan, std::span<Tensor* const> bound, RunState& state) const;
+  Status bind_outputs(const Plan& plan, std::span<const Tensor* const> inputs, std::span<Tensor* const> bound,
+                      RunState& state) const;
+  Status check_shared_buffer(ir::ValueId output, const Tensor& out, std::span<const Tensor* const> inputs) const;
   Status copy_bound_outputs(const Plan& plan, std::span<Tensor* const> bound, RunState& state) const;
   void give_outputs(const Plan& plan, std::vector<Tensor>& outputs, RunState& state) const;
   std::unique_ptr<RunState> acquire_state(PlanEntry& entry) const;

@@ -147,7 +147,8 @@ std::optional<ir::ValueId> nbits_bias(ir::Graph& g, const ir::Node& mm) {
   if (s.size() == 1) return bias;
   Tensor row = *b.constant;
   row.set_shape({n_attr->i});
-  const ir::ValueId id = g.add_value(b.name + "/row");
+  // Named by its index: two MatMulNBits may share one bias.
+  const ir::ValueId id = g.add_value(b.name + "/row" + std::to_string(g.values.size()));
   g.value(id).dtype = dtype;
   g.value(id).constant = std::move(row);
   return id;

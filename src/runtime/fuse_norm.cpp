@@ -171,7 +171,7 @@ std::optional<ir::NodeId> match_skip(const ir::Graph& g, const ir::Node& norm) {
   const ir::Value& sum = g.value(norm.inputs[0]);
   const ir::Value& gamma = g.value(norm.inputs[1]);
   if (sum.producer < 0 || !sum.has_shape || sum.shape.empty() || !sum.shape.back().known()) return std::nullopt;
-  if (sum.dtype != DType::kF32 && sum.dtype != DType::kF16) return std::nullopt;
+  if (sum.dtype != DType::kF32) return std::nullopt;
   if (!is_constant(gamma, sum.dtype) || gamma.constant->rank() != 1 || gamma.constant->dim(0) != sum.shape.back().value) {
     return std::nullopt;
   }

@@ -309,6 +309,9 @@ Result<OrtSession::PreparedInputs> OrtSession::prepare(std::span<const OrtInput>
   for (const OrtInput& out : outputs) {
     auto it = std::find(output_names_.begin(), output_names_.end(), out.name);
     if (it == output_names_.end()) return invalid_argument("the model has no output '{}' to bind", out.name);
+    if (prepared.outputs_[static_cast<size_t>(it - output_names_.begin())]) {
+      return invalid_argument("output '{}' is bound twice", out.name);
+    }
     const Tensor& t = *out.tensor;
     EMBER_RETURN_IF_ERROR(check_tensor_dtype(t, out.name));
     OwnedValue value(api);

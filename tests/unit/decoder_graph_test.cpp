@@ -680,6 +680,38 @@ TEST(BoundOutputs, OutputMayBeTheInputBuffer) {
   EXPECT_EQ(test::values_of<int64_t>(n), std::vector<int64_t>{4});
 }
 
+// Writing y over x is wrong when another node still reads x, or when y's kernel
+// cannot compute in place over x: both are refused, naming the output.
+TEST(BoundOutputs, UnsafeSharingIsRefused) {
+  GraphBuilder gb(17);
+  gb.input("x", DType::kF32, {4});
+  gb.node("Relu", {"x"}, {"y"}).output("y");
+  gb.node("Neg", {"x"}, {"z"}).output("z");
+  auto two_readers = test::make_session(gb.build(), true);
+  ASSERT_TRUE(two_readers);
+  Tensor x = test::make_tensor<float>({4}, {-1.0f, 2.0f, -3.0f, 4.0f});
+  Tensor y(DType::kF32, {4}, x.data());
+  const Tensor* in[] = {&x};
+  Tensor* out[] = {&y, nullptr};
+  Status st = two_readers->run_bound(in, out);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("'y'"), std::string::npos) << st.to_string();
+  EXPECT_EQ(test::values_of<float>(x), (std::vector<float>{-1.0f, 2.0f, -3.0f, 4.0f})) << "x must be untouched";
+
+  GraphBuilder mm(17);
+  mm.input("a", DType::kF32, {2, 2});
+  mm.input("b", DType::kF32, {2, 2});
+  mm.node("MatMul", {"a", "b"}, {"c"}).output("c");
+  auto matmul = test::make_session(mm.build(), true);
+  ASSERT_TRUE(matmul);
+  Tensor a = test::make_tensor<float>({2, 2}, {1.0f, 2.0f, 3.0f, 4.0f});
+  Tensor b = test::make_tensor<float>({2, 2}, {1.0f, 0.0f, 0.0f, 1.0f});
+  Tensor c(DType::kF32, {2, 2}, a.data());
+  const Tensor* mm_in[] = {&a, &b};
+  Tensor* mm_out[] = {&c};
+  EXPECT_FALSE(matmul->run_bound(mm_in, mm_out).is_ok()) << "MatMul cannot write over its own input";
+}
+
 TEST(BoundOutputs, UnboundOutputsAreDroppedAndInputsCopied) {
   auto session = test::make_session(relu_graph(), true);
   ASSERT_TRUE(session);

@@ -26,6 +26,7 @@
 
 #include "base/buffer.h"
 #include "kernels/attention/attention_core.h"
+#include "kernels/attention/attention_layout.h"
 #include "kernels/attention/rotary_ukernels.h"
 #include "threading/thread_pool.h"
 
@@ -54,6 +55,8 @@ constexpr int64_t kCopyGrainElements = 16384;
 
 thread_local AlignedBuffer t_query;
 
+struct GqaRun;
+
 class GroupQueryAttention final : public OpKernel {
  public:
   explicit GroupQueryAttention(GqaAttrs at) : at_(at), rotary_(&rotary_table()) {}
@@ -69,7 +72,14 @@ class GroupQueryAttention final : public OpKernel {
 
   Status run(KernelContext& ctx) const override;
 
+  // past_present_share_buffer: present_key/value appended in place into past_key/value.
+  bool may_share_buffer(size_t output, size_t input) const override {
+    return (output == 1 && input == kPastKey) || (output == 2 && input == kPastValue);
+  }
+
  private:
+  void write_cache(const KernelContext& ctx, const GqaRun& g) const;
+  const float* rotate_queries(const KernelContext& ctx, const GqaRun& g) const;
   Result<Dims> dims(const KernelContext& ctx) const;
   Status check_lengths(const KernelContext& ctx, const Dims& d, bool first_prompt) const;
   int64_t position(const KernelContext& ctx, const Dims& d, bool first_prompt, int64_t b, int64_t s) const;
@@ -154,6 +164,13 @@ Result<Dims> GroupQueryAttention::dims(const KernelContext& ctx) const {
                               bias.describe(), d.batch, at_.num_heads, d.seq, d.total);
     }
   }
+  if (ctx.has_input(kPositionIds)) {
+    const Tensor& pos = ctx.input(kPositionIds);
+    if (pos.rank() != 2 || pos.dim(0) != d.batch || pos.dim(1) != d.seq) {
+      return invalid_argument("input 'position_ids' {} must be [batch={}, sequence={}]", pos.describe(), d.batch,
+                              d.seq);
+    }
+  }
   if (ctx.has_input(kHeadSink)) {
     const Tensor& sink = ctx.input(kHeadSink);
     if (sink.rank() != 1 || sink.dim(0) != at_.num_heads) {
@@ -172,10 +189,10 @@ Status GroupQueryAttention::check_lengths(const KernelContext& ctx, const Dims& 
   for (int64_t b = 0; b < d.batch; ++b) {
     const int64_t total_b = int64_t{seqlens[b]} + 1;
     const int64_t least = first_prompt ? 1 : d.seq;
-    if (total_b < least || total_b > d.present) {
-      return invalid_argument("seqlens_k[{}] = {}: the row's total length {} must be in [{}, {}] (sequence {}, "
-                              "present length {})",
-                              b, seqlens[b], total_b, least, d.present, d.seq, d.present);
+    if (total_b < least || total_b > d.total) {
+      return invalid_argument("seqlens_k[{}] = {}: the row's total length {} must be in [{}, "
+                              "total_sequence_length={}] (sequence length {})",
+                              b, seqlens[b], total_b, least, d.total, d.seq);
     }
   }
   if (at_.do_rotary) {
@@ -213,66 +230,51 @@ void GroupQueryAttention::rotate(const float* x, const float* cos, const float* 
   if (d.rot < d.head_size) std::memcpy(y + d.rot, x + d.rot, static_cast<size_t>(d.head_size - d.rot) * sizeof(float));
 }
 
-Status GroupQueryAttention::run(KernelContext& ctx) const {
-  EMBER_ASSIGN_OR_RETURN(Dims d, dims(ctx));
-  const bool first_prompt = d.seq == d.total;
-  EMBER_RETURN_IF_ERROR(check_lengths(ctx, d, first_prompt));
-  const int64_t n = at_.num_heads, nkv = at_.kv_num_heads, hs = d.head_size, group = n / nkv;
-  const int32_t* seqlens = ctx.input(kSeqlensK).data_as<int32_t>();
-  // Token row layout of the inputs: [q heads | k heads | v heads] when packed.
-  const int64_t row_floats = d.packed ? (n + 2 * nkv) * hs : n * hs;
-  const float* query = ctx.input(kQuery).data_as<float>();
-  const float* key = d.packed ? query + n * hs : ctx.input(kKey).data_as<float>();
-  const float* value = d.packed ? query + (n + nkv) * hs : ctx.input(kValue).data_as<float>();
-  const int64_t kv_row_floats = d.packed ? row_floats : nkv * hs;
+// The call's tensors, resolved once per run.
+struct GqaRun {
+  Dims d;
+  bool first_prompt = false;
+  const int32_t* seqlens = nullptr;
+  const float *query = nullptr, *key = nullptr, *value = nullptr;
+  int64_t row_floats = 0, kv_row_floats = 0;  // per token: [q heads | k heads | v heads] when packed
+  const float *past_k = nullptr, *past_v = nullptr;
+  float *present_k = nullptr, *present_v = nullptr;
+  bool shared = false;  // present is past's buffer (past_present_share_buffer)
+  const float *cos = nullptr, *sin = nullptr;
+};
 
-  float* present_k = ctx.output(1).data_as<float>();
-  float* present_v = ctx.output(2).data_as<float>();
-  const bool has_past = ctx.has_input(kPastKey);
-  const float* past_k = has_past ? ctx.input(kPastKey).data_as<float>() : nullptr;
-  const float* past_v = has_past ? ctx.input(kPastValue).data_as<float>() : nullptr;
-  const bool shared = has_past && past_k == present_k && past_v == present_v;
-
-  const float* cos = at_.do_rotary ? ctx.input(kCos).data_as<float>() : nullptr;
-  const float* sin = at_.do_rotary ? ctx.input(kSin).data_as<float>() : nullptr;
-  const int64_t half = d.rot / 2;
-  float* q_rot = nullptr;
-  if (at_.do_rotary) {
-    const size_t bytes = static_cast<size_t>(d.batch * d.seq * n * hs) * sizeof(float);
-    if (t_query.size() < bytes) t_query.resize(bytes);
-    q_rot = static_cast<float*>(t_query.data());
-  }
-
-  // Per (b, kv head): present rows [0, past_b) from past (unless shared), rows
-  // [past_b, past_b + S) the new keys (rotated) and values, the rest zero.
-  const int64_t rows = d.batch * nkv;
+// Per (b, kv head): present rows [0, past_b) from past (unless shared), rows
+// [past_b, past_b + S) the new keys (rotated) and values, the rest zero.
+void GroupQueryAttention::write_cache(const KernelContext& ctx, const GqaRun& g) const {
+  const Dims& d = g.d;
+  const int64_t nkv = at_.kv_num_heads, hs = d.head_size, half = d.rot / 2;
   const int64_t grain = std::max<int64_t>(1, kCopyGrainElements / std::max<int64_t>(1, d.present * hs));
-  threading::parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+  threading::parallel_for(d.batch * nkv, grain, [&](int64_t begin, int64_t end) {
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / nkv, h = bh % nkv;
-      const int64_t total_b = int64_t{seqlens[b]} + 1;
-      const int64_t past_b = first_prompt ? 0 : total_b - d.seq;
-      float* pk = present_k + bh * d.present * hs;
-      float* pv = present_v + bh * d.present * hs;
-      if (!shared) {
+      const int64_t total_b = int64_t{g.seqlens[b]} + 1;
+      const int64_t past_b = g.first_prompt ? 0 : total_b - d.seq;
+      float* pk = g.present_k + bh * d.present * hs;
+      float* pv = g.present_v + bh * d.present * hs;
+      if (!g.shared) {
         const int64_t copy = std::min(past_b, d.past);
         if (copy > 0) {
-          std::memcpy(pk, past_k + bh * d.past * hs, static_cast<size_t>(copy * hs) * sizeof(float));
-          std::memcpy(pv, past_v + bh * d.past * hs, static_cast<size_t>(copy * hs) * sizeof(float));
+          std::memcpy(pk, g.past_k + bh * d.past * hs, static_cast<size_t>(copy * hs) * sizeof(float));
+          std::memcpy(pv, g.past_v + bh * d.past * hs, static_cast<size_t>(copy * hs) * sizeof(float));
         }
-        const int64_t written = past_b + d.seq;
+        const int64_t written = std::min(past_b + d.seq, d.present);
         std::fill(pk + copy * hs, pk + past_b * hs, 0.0f);
         std::fill(pv + copy * hs, pv + past_b * hs, 0.0f);
-        std::fill(pk + std::min(written, d.present) * hs, pk + d.present * hs, 0.0f);
-        std::fill(pv + std::min(written, d.present) * hs, pv + d.present * hs, 0.0f);
+        std::fill(pk + written * hs, pk + d.present * hs, 0.0f);
+        std::fill(pv + written * hs, pv + d.present * hs, 0.0f);
       }
       for (int64_t s = 0; s < d.seq && past_b + s < d.present; ++s) {
-        const float* ks = key + (b * d.seq + s) * kv_row_floats + h * hs;
-        const float* vs = value + (b * d.seq + s) * kv_row_floats + h * hs;
+        const float* ks = g.key + (b * d.seq + s) * g.kv_row_floats + h * hs;
+        const float* vs = g.value + (b * d.seq + s) * g.kv_row_floats + h * hs;
         float* kd = pk + (past_b + s) * hs;
         if (at_.do_rotary) {
-          const int64_t p = position(ctx, d, first_prompt, b, s);
-          rotate(ks, cos + p * half, sin + p * half, kd, d);
+          const int64_t p = position(ctx, d, g.first_prompt, b, s);
+          rotate(ks, g.cos + p * half, g.sin + p * half, kd, d);
         } else {
           std::memcpy(kd, ks, static_cast<size_t>(hs) * sizeof(float));
         }
@@ -280,19 +282,53 @@ Status GroupQueryAttention::run(KernelContext& ctx) const {
       }
     }
   });
-  if (at_.do_rotary) {
-    const int64_t tokens = d.batch * d.seq;
-    threading::parallel_for(tokens, std::max<int64_t>(1, kCopyGrainElements / (n * hs)), [&](int64_t begin, int64_t end) {
-      for (int64_t bs = begin; bs < end; ++bs) {
-        const int64_t p = position(ctx, d, first_prompt, bs / d.seq, bs % d.seq);
-        for (int64_t h = 0; h < n; ++h) {
-          rotate(query + bs * row_floats + h * hs, cos + p * half, sin + p * half, q_rot + (bs * n + h) * hs, d);
-        }
+}
+
+// Rotated queries, [B, S, N, H], in a thread-local buffer.
+const float* GroupQueryAttention::rotate_queries(const KernelContext& ctx, const GqaRun& g) const {
+  const Dims& d = g.d;
+  const int64_t n = at_.num_heads, hs = d.head_size, half = d.rot / 2;
+  t_query.resize(static_cast<size_t>(d.batch * d.seq * n * hs) * sizeof(float));
+  auto* q_rot = static_cast<float*>(t_query.data());
+  const int64_t grain = std::max<int64_t>(1, kCopyGrainElements / (n * hs));
+  threading::parallel_for(d.batch * d.seq, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t bs = begin; bs < end; ++bs) {
+      const int64_t p = position(ctx, d, g.first_prompt, bs / d.seq, bs % d.seq);
+      for (int64_t h = 0; h < n; ++h) {
+        rotate(g.query + bs * g.row_floats + h * hs, g.cos + p * half, g.sin + p * half, q_rot + (bs * n + h) * hs, d);
       }
-    });
+    }
+  });
+  return q_rot;
+}
+
+Status GroupQueryAttention::run(KernelContext& ctx) const {
+  GqaRun g;
+  EMBER_ASSIGN_OR_RETURN(g.d, dims(ctx));
+  const Dims& d = g.d;
+  g.first_prompt = d.seq == d.total;
+  EMBER_RETURN_IF_ERROR(check_lengths(ctx, d, g.first_prompt));
+  const int64_t n = at_.num_heads, nkv = at_.kv_num_heads, hs = d.head_size, group = n / nkv;
+  g.seqlens = ctx.input(kSeqlensK).data_as<int32_t>();
+  g.row_floats = d.packed ? (n + 2 * nkv) * hs : n * hs;
+  g.kv_row_floats = d.packed ? g.row_floats : nkv * hs;
+  g.query = ctx.input(kQuery).data_as<float>();
+  g.key = d.packed ? g.query + n * hs : ctx.input(kKey).data_as<float>();
+  g.value = d.packed ? g.query + (n + nkv) * hs : ctx.input(kValue).data_as<float>();
+  g.present_k = ctx.output(1).data_as<float>();
+  g.present_v = ctx.output(2).data_as<float>();
+  if (ctx.has_input(kPastKey)) {
+    g.past_k = ctx.input(kPastKey).data_as<float>();
+    g.past_v = ctx.input(kPastValue).data_as<float>();
+    g.shared = g.past_k == g.present_k && g.past_v == g.present_v;
   }
-  const float* q = at_.do_rotary ? q_rot : query;
-  const int64_t q_row = at_.do_rotary ? n * hs : row_floats;
+  if (at_.do_rotary) {
+    g.cos = ctx.input(kCos).data_as<float>();
+    g.sin = ctx.input(kSin).data_as<float>();
+  }
+  write_cache(ctx, g);
+  const float* q = at_.do_rotary ? rotate_queries(ctx, g) : g.query;
+  const int64_t q_row = at_.do_rotary ? n * hs : g.row_floats;
 
   AttentionSpec spec;
   spec.head_size = hs;
@@ -300,12 +336,12 @@ Status GroupQueryAttention::run(KernelContext& ctx) const {
   spec.scale = at_.scale != 0.0f ? at_.scale : 1.0f / std::sqrt(static_cast<float>(hs));
   spec.softcap = at_.softcap;
   spec.smooth_softmax = at_.smooth_softmax || ctx.has_input(kHeadSink);
-  const Tensor* bias = ctx.has_input(kBias) ? &ctx.input(kBias) : nullptr;
+  const ScoreBias bias = ctx.has_input(kBias) ? attention_bias_scores(ctx.input(kBias)) : ScoreBias{};
   const float* sinks = ctx.has_input(kHeadSink) ? ctx.input(kHeadSink).data_as<float>() : nullptr;
   float* out = ctx.output(0).data_as<float>();
-  attend(spec, rows, [&](int64_t bh) {
+  attend(spec, d.batch * nkv, [&](int64_t bh) {
     const int64_t b = bh / nkv, h = bh % nkv;
-    const int64_t total_b = int64_t{seqlens[b]} + 1;
+    const int64_t total_b = int64_t{g.seqlens[b]} + 1;
     AttentionSlice s;
     s.heads = group;
     s.rows = d.seq;
@@ -313,20 +349,18 @@ Status GroupQueryAttention::run(KernelContext& ctx) const {
     s.q = q + b * d.seq * q_row + h * group * hs;
     s.q_head_stride = hs;
     s.q_row_stride = q_row;
-    s.k = present_k + bh * d.present * hs;
-    s.v = present_v + bh * d.present * hs;
+    s.k = g.present_k + bh * d.present * hs;
+    s.v = g.present_v + bh * d.present * hs;
     s.k_row_stride = s.v_row_stride = hs;
     s.out = out + b * d.seq * n * hs + h * group * hs;
     s.out_head_stride = hs;
     s.out_row_stride = n * hs;
-    s.causal_end = first_prompt ? 0 : total_b - d.seq;
+    s.causal_end = g.first_prompt ? 0 : total_b - d.seq;
     s.window = at_.local_window > 0 ? at_.local_window : 0;
-    if (bias) {
-      const int64_t t = bias->dim(3), plane = d.seq * t;
-      s.bias = bias->data_as<float>() + (bias->dim(0) > 1 ? b * bias->dim(1) * plane : 0) +
-               (bias->dim(1) > 1 ? h * group * plane : 0);
-      s.bias_head_stride = bias->dim(1) > 1 ? plane : 0;
-      s.bias_row_stride = t;
+    if (bias.data) {
+      s.bias = bias.data + b * bias.batch_stride + h * group * bias.head_stride;
+      s.bias_head_stride = bias.head_stride;
+      s.bias_row_stride = bias.row_stride;
     }
     s.sinks = sinks ? sinks + h * group : nullptr;
     return s;
