@@ -35,10 +35,9 @@ struct CaseModel {
   std::vector<std::pair<std::string, std::string>> bound_outputs;
   // Instead of bytes: a model file, read with its external data.
   std::string path;
-  // Decoder models: only the output named "logits" is compared; it agrees when
-  // max |ours - ORT| <= this x RMS(ORT's logits) and every row's argmax is the
-  // same. (Present KV is checked by the parity tests, which carry it through
-  // 32 decode steps.)
+  // Decoder models: only the output named "logits" is compared, by
+  // tests/ort/compare.h check_logits with this tolerance. (Present KV is checked
+  // by the parity tests, which carry it through 32 decode steps.)
   std::optional<double> rms_tolerance;
 };
 

@@ -51,12 +51,19 @@ Result<DecoderConfig> read_decoder_config(const std::string& dir) {
   return config;
 }
 
-DecoderFeeds::DecoderFeeds(DecoderConfig config, const std::vector<std::vector<int64_t>>& prompt)
-    : config_(config), batch_(static_cast<int64_t>(prompt.size())) {
+DecoderFeeds::DecoderFeeds(DecoderConfig config, const std::vector<std::vector<int64_t>>& prompt,
+                           int64_t shared_length)
+    : config_(config), batch_(static_cast<int64_t>(prompt.size())), shared_length_(shared_length) {
   for (int i = 0; i < 2 * config_.layers; ++i) {
-    past_kv_.push_back(Tensor::allocate(DType::kF32, {batch_, config_.kv_heads, 0, config_.head_size}));
+    past_kv_.push_back(Tensor::allocate(DType::kF32, {batch_, config_.kv_heads, shared_length_, config_.head_size}));
   }
   set_tokens(prompt);
+}
+
+std::vector<Tensor*> DecoderFeeds::shared_presents() {
+  std::vector<Tensor*> out;
+  for (Tensor& t : past_kv_) out.push_back(&t);
+  return out;
 }
 
 void DecoderFeeds::set_tokens(const std::vector<std::vector<int64_t>>& rows) {
@@ -85,7 +92,7 @@ std::vector<StepInput> DecoderFeeds::inputs() const {
 
 void DecoderFeeds::advance(const std::vector<int64_t>& next_tokens, std::vector<Tensor> presents) {
   past_ += input_ids_.dim(1);
-  past_kv_ = std::move(presents);
+  if (shared_length_ == 0) past_kv_ = std::move(presents);
   std::vector<std::vector<int64_t>> rows;
   for (int64_t token : next_tokens) rows.push_back({token});
   set_tokens(rows);

@@ -48,14 +48,18 @@ struct StepInput {
 
 // The inputs of one generation step for a batch of equal-length rows: input_ids,
 // attention_mask (all ones over past + new tokens), position_ids when the model
-// takes them, and past_key_values.* (zero-length on the first step).
+// takes them, and past_key_values.*: zero-length on the first step, or, with a
+// `shared_length`, buffers of that many rows that the model's present.* outputs
+// are bound to (past_present_share_buffer, as onnxruntime-genai runs GQA models).
 class DecoderFeeds {
  public:
-  DecoderFeeds(DecoderConfig config, const std::vector<std::vector<int64_t>>& prompt);
+  DecoderFeeds(DecoderConfig config, const std::vector<std::vector<int64_t>>& prompt, int64_t shared_length = 0);
 
   std::vector<StepInput> inputs() const;
+  // With a shared length: where present.* go (graph order: present.0.key, present.0.value, ...).
+  std::vector<Tensor*> shared_presents();
   // The next step: one new token per row; `presents` are the model's present.*
-  // outputs in graph order (present.0.key, present.0.value, ...).
+  // outputs in graph order (empty with a shared length: they were written in place).
   void advance(const std::vector<int64_t>& next_tokens, std::vector<Tensor> presents);
   int64_t past_length() const { return past_; }
 
@@ -65,6 +69,7 @@ class DecoderFeeds {
   DecoderConfig config_;
   int64_t batch_ = 0;
   int64_t past_ = 0;
+  int64_t shared_length_ = 0;
   Tensor input_ids_, attention_mask_, position_ids_;
   std::vector<Tensor> past_kv_;
 };
