@@ -256,3 +256,33 @@ TEST(GroupQueryAttention, SharedPastPresentBufferAppendsInPlace) {
 
 }  // namespace
 }  // namespace ember::kernels::attention
+
+namespace ember::kernels::attention {
+namespace {
+
+// Bad lengths and shapes are errors naming the input, never reads past a buffer.
+TEST(GroupQueryAttention, BadInputsAreClearErrors) {
+  const int64_t n = 2, nkv = 1, hs = 16;
+  Tensor q = Tensor::allocate(DType::kF32, {1, 1, n * hs});
+  Tensor k = Tensor::allocate(DType::kF32, {1, 1, nkv * hs});
+  Tensor v = Tensor::allocate(DType::kF32, {1, 1, nkv * hs});
+  Tensor past = Tensor::allocate(DType::kF32, {1, nkv, 32, hs});
+  Tensor total = test::make_tensor<int32_t>(Shape{}, {8});
+  const std::vector<ir::Attribute> attrs = {test::attr_int("num_heads", n), test::attr_int("kv_num_heads", nkv)};
+  auto run = [&](const Tensor& seqlens, const Tensor* position_ids) {
+    std::vector<const Tensor*> in = {&q, &k, &v, &past, &past, &seqlens, &total, nullptr, nullptr};
+    if (position_ids) in.push_back(position_ids);
+    auto r = test::run_op("GroupQueryAttention", in, attrs, 3, 1, "com.microsoft");
+    return r.is_ok() ? std::string() : r.status().to_string();
+  };
+  EXPECT_NE(run(test::make_tensor<int32_t>({1}, {8}), nullptr).find("seqlens_k[0] = 8"), std::string::npos)
+      << "a row longer than total_sequence_length";
+  EXPECT_NE(run(test::make_tensor<int32_t>({1}, {-5}), nullptr).find("seqlens_k[0] = -5"), std::string::npos);
+  EXPECT_NE(run(test::make_tensor<int32_t>({2}, {3, 3}), nullptr).find("'seqlens_k'"), std::string::npos);
+  const Tensor pos = test::make_tensor<int64_t>({3}, {0, 1, 2});
+  EXPECT_NE(run(test::make_tensor<int32_t>({1}, {7}), &pos).find("'position_ids'"), std::string::npos);
+  EXPECT_EQ(run(test::make_tensor<int32_t>({1}, {7}), nullptr), "") << "a valid decode step";
+}
+
+}  // namespace
+}  // namespace ember::kernels::attention
