@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <ostream>
 #include <random>
 #include <span>
@@ -32,6 +33,7 @@ struct Param {
   int64_t window = -1;
   float softcap = 0.0f, scale = 0.0f;
   bool bias = false, sink = false, smooth = false;
+  DType dtype = DType::kF32;
 };
 
 void PrintTo(const Param& p, std::ostream* os) { *os << p.name; }
@@ -39,11 +41,18 @@ std::string param_name(const testing::TestParamInfo<Param>& info) { return info.
 
 constexpr int64_t kMaxPos = 1024;
 
-Tensor random_tensor(std::vector<int64_t> dims, std::mt19937& rng, float lo, float hi) {
+Tensor in_dtype(const Tensor& f32, DType dtype) {
+  if (dtype == DType::kF32) return f32;
+  Tensor t = Tensor::allocate(dtype, f32.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<Float16>()[i] = Float16(f32.data_as<float>()[i]);
+  return t;
+}
+
+Tensor random_tensor(std::vector<int64_t> dims, std::mt19937& rng, float lo, float hi, DType dtype = DType::kF32) {
   Tensor t = Tensor::allocate(DType::kF32, Shape(std::span<const int64_t>(dims)));
   std::uniform_real_distribution<float> d(lo, hi);
   for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = d(rng);
-  return t;
+  return in_dtype(t, dtype);
 }
 
 struct Case {
@@ -65,14 +74,14 @@ Case build(const Param& p) {
     mb.add_input(name, t.dtype(), std::vector<int64_t>(t.shape().begin(), t.shape().end()));
     c.inputs.emplace_back(name, std::move(t));
   };
-  input("query", random_tensor({p.batch, p.seq, q_hidden}, rng, -1.5f, 1.5f));
+  input("query", random_tensor({p.batch, p.seq, q_hidden}, rng, -1.5f, 1.5f, p.dtype));
   if (!p.packed) {
-    input("key", random_tensor({p.batch, p.seq, kv_hidden}, rng, -1.5f, 1.5f));
-    input("value", random_tensor({p.batch, p.seq, kv_hidden}, rng, -1.0f, 1.0f));
+    input("key", random_tensor({p.batch, p.seq, kv_hidden}, rng, -1.5f, 1.5f, p.dtype));
+    input("value", random_tensor({p.batch, p.seq, kv_hidden}, rng, -1.0f, 1.0f, p.dtype));
   }
   if (p.past > 0) {
-    input("past_key", random_tensor({p.batch, p.kv_heads, p.past, p.head_size}, rng, -1.5f, 1.5f));
-    input("past_value", random_tensor({p.batch, p.kv_heads, p.past, p.head_size}, rng, -1.0f, 1.0f));
+    input("past_key", random_tensor({p.batch, p.kv_heads, p.past, p.head_size}, rng, -1.5f, 1.5f, p.dtype));
+    input("past_value", random_tensor({p.batch, p.kv_heads, p.past, p.head_size}, rng, -1.0f, 1.0f, p.dtype));
   }
   Tensor seqlens = Tensor::allocate(DType::kI32, {p.batch});
   for (int64_t b = 0; b < p.batch; ++b) seqlens.data_as<int32_t>()[b] = p.totals[static_cast<size_t>(b)] - 1;
@@ -94,8 +103,8 @@ Case build(const Param& p) {
         sin.data_as<float>()[r * rot / 2 + i] = static_cast<float>(std::sin(angle));
       }
     }
-    mb.add_initializer("cos", cos);
-    mb.add_initializer("sin", sin);
+    mb.add_initializer("cos", in_dtype(cos, p.dtype));
+    mb.add_initializer("sin", in_dtype(sin, p.dtype));
     node_inputs.push_back("cos");
     node_inputs.push_back("sin");
   } else if (p.bias || p.sink) {
@@ -104,13 +113,13 @@ Case build(const Param& p) {
   }
   if (p.bias || p.sink) node_inputs.push_back("");  // position_ids
   if (p.bias) {
-    input("attention_bias", random_tensor({p.batch, 1, p.seq, total_len}, rng, -2.0f, 2.0f));
+    input("attention_bias", random_tensor({p.batch, 1, p.seq, total_len}, rng, -2.0f, 2.0f, p.dtype));
     node_inputs.push_back("attention_bias");
   } else if (p.sink) {
     node_inputs.push_back("");
   }
   if (p.sink) {
-    input("head_sink", random_tensor({p.heads}, rng, -1.0f, 2.0f));
+    input("head_sink", random_tensor({p.heads}, rng, -1.0f, 2.0f, p.dtype));
     node_inputs.push_back("head_sink");
   }
   std::vector<ir::Attribute> attrs = {attr_int("num_heads", p.heads), attr_int("kv_num_heads", p.kv_heads)};
@@ -121,9 +130,9 @@ Case build(const Param& p) {
   if (p.scale != 0) attrs.push_back(attr_float("scale", p.scale));
   if (p.smooth) attrs.push_back(attr_int("smooth_softmax", 1));
   mb.add_node("GroupQueryAttention", node_inputs, {"output", "present_key", "present_value"}, attrs, "com.microsoft");
-  mb.add_output_unshaped("output", DType::kF32);
-  mb.add_output_unshaped("present_key", DType::kF32);
-  mb.add_output_unshaped("present_value", DType::kF32);
+  mb.add_output_unshaped("output", p.dtype);
+  mb.add_output_unshaped("present_key", p.dtype);
+  mb.add_output_unshaped("present_value", p.dtype);
   c.bytes = mb.serialize();
   return c;
 }
@@ -135,6 +144,9 @@ Case build(const Param& p) {
 // K/V are copies and rotations computed the same way: within 1 ulp.
 constexpr Tolerance kOutputTolerance{1e-5, 2e-5};
 constexpr Tolerance kPresentTolerance{0.0, 1e-6};
+// float16: both compute in f32 and round the output once (one f16 ulp is ~1e-3
+// relative); keys are rotated in f32 and rounded to f16, one ulp apart at most.
+constexpr Tolerance kF16Tolerance{2e-3, 2e-3};
 
 class GqaOrt : public testing::TestWithParam<Param> {};
 
@@ -165,15 +177,16 @@ TEST_P(GqaOrt, MatchesOnnxRuntime) {
   const int64_t row = out_want.dim(2);
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t valid = p.seq == 1 ? 1 : std::min<int64_t>(p.seq, p.totals[static_cast<size_t>(b)]);
-    Tensor w = Tensor::allocate(DType::kF32, {valid, row});
-    Tensor g = Tensor::allocate(DType::kF32, {valid, row});
-    std::copy_n(out_want.data_as<float>() + b * p.seq * row, valid * row, w.data_as<float>());
-    std::copy_n(out_got.data_as<float>() + b * p.seq * row, valid * row, g.data_as<float>());
-    const Status s = compare(g, w, kOutputTolerance);
+    const size_t esize = dtype_size(p.dtype);
+    Tensor w = Tensor::allocate(p.dtype, {valid, row});
+    Tensor g = Tensor::allocate(p.dtype, {valid, row});
+    std::memcpy(w.data(), static_cast<const char*>(out_want.data()) + b * p.seq * row * esize, valid * row * esize);
+    std::memcpy(g.data(), static_cast<const char*>(out_got.data()) + b * p.seq * row * esize, valid * row * esize);
+    const Status s = compare(g, w, p.dtype == DType::kF16 ? kF16Tolerance : kOutputTolerance);
     EXPECT_TRUE(s.is_ok()) << "output, batch row " << b << ": " << s.to_string();
   }
   for (size_t i : {size_t{1}, size_t{2}}) {
-    const Status s = compare((*got)[i], (*want)[i], kPresentTolerance);
+    const Status s = compare((*got)[i], (*want)[i], p.dtype == DType::kF16 ? kF16Tolerance : kPresentTolerance);
     EXPECT_TRUE(s.is_ok()) << (i == 1 ? "present_key: " : "present_value: ") << s.to_string();
   }
 }
@@ -268,6 +281,15 @@ std::vector<Param> cases() {
     p.past = 0;
     p.totals = {8};
     add(p);
+  }
+  // float16 twins of a prompt, a long decode, a ragged batch with window, and bias + sink.
+  for (const char* base : {"prompt_long_window_softcap", "decode_past600", "decode_batch3_ragged_packed_window",
+                           "decode_bias", "decode_sink"}) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const Param& p) { return p.name == base; });
+    Param p = *it;
+    p.name += "_f16";
+    p.dtype = DType::kF16;
+    out.push_back(p);
   }
   return out;
 }

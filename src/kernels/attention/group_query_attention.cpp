@@ -16,7 +16,8 @@
 // the new rows, and zeros. Scores are scale * q.k, softcapped, plus the bias;
 // query head n reads kv head n / (N / Nkv); local_window_size w > 0 lets a row
 // see only its last w keys. smooth_softmax or head_sink add exp(sink) to the
-// softmax denominator.
+// softmax denominator. float32 or float16 (caches stay float16; attention is
+// computed in f32 on converted rows, and the output rounded once).
 #include "kernels/attention/group_query_attention.h"
 
 #include <algorithm>
@@ -28,6 +29,7 @@
 #include "kernels/attention/attention_core.h"
 #include "kernels/attention/attention_layout.h"
 #include "kernels/attention/rotary_ukernels.h"
+#include "kernels/common/convert.h"
 #include "threading/thread_pool.h"
 
 namespace ember::kernels::attention {
@@ -54,19 +56,31 @@ struct Dims {
 constexpr int64_t kCopyGrainElements = 16384;
 
 thread_local AlignedBuffer t_query;
+// float16 calls compute in f32: inputs, K/V of the cache, bias and output staged here.
+thread_local AlignedBuffer t_stage_in;
+thread_local AlignedBuffer t_stage_kv;
+thread_local AlignedBuffer t_stage_out;
+// Per worker: one rotated row and its cos/sin rows.
+thread_local AlignedBuffer t_row;
+
+float* floats(AlignedBuffer& b, int64_t n) {
+  b.resize(static_cast<size_t>(n) * sizeof(float));
+  return static_cast<float*>(b.data());
+}
 
 struct GqaRun;
 
 class GroupQueryAttention final : public OpKernel {
  public:
-  explicit GroupQueryAttention(GqaAttrs at) : at_(at), rotary_(&rotary_table()) {}
+  GroupQueryAttention(GqaAttrs at, DType dtype)
+      : at_(at), dtype_(dtype), rotary_(&rotary_table()), convert_(&convert_table()) {}
 
   Status infer(KernelContext& ctx) const override {
     EMBER_ASSIGN_OR_RETURN(Dims d, dims(ctx));
     const int64_t hidden = at_.num_heads * d.head_size;
-    ctx.set_output(0, DType::kF32, Shape{d.batch, d.seq, hidden});
-    ctx.set_output(1, DType::kF32, Shape{d.batch, at_.kv_num_heads, d.present, d.head_size});
-    ctx.set_output(2, DType::kF32, Shape{d.batch, at_.kv_num_heads, d.present, d.head_size});
+    ctx.set_output(0, dtype_, Shape{d.batch, d.seq, hidden});
+    ctx.set_output(1, dtype_, Shape{d.batch, at_.kv_num_heads, d.present, d.head_size});
+    ctx.set_output(2, dtype_, Shape{d.batch, at_.kv_num_heads, d.present, d.head_size});
     return Status::ok();
   }
 
@@ -80,13 +94,18 @@ class GroupQueryAttention final : public OpKernel {
  private:
   void write_cache(const KernelContext& ctx, const GqaRun& g) const;
   const float* rotate_queries(const KernelContext& ctx, const GqaRun& g) const;
+  const float* trig_row(const GqaRun& g, bool sin, int64_t position, float* buf) const;
+  void stage_f16_inputs(const KernelContext& ctx, GqaRun& g) const;
+  void stage_f16_cache(const GqaRun& g, const float** k, const float** v) const;
   Result<Dims> dims(const KernelContext& ctx) const;
   Status check_lengths(const KernelContext& ctx, const Dims& d, bool first_prompt) const;
   int64_t position(const KernelContext& ctx, const Dims& d, bool first_prompt, int64_t b, int64_t s) const;
   void rotate(const float* x, const float* cos, const float* sin, float* y, const Dims& d) const;
 
   GqaAttrs at_;
+  DType dtype_;  // f32, or f16 computed in f32
   const RotaryTable* rotary_;
+  const ConvertTable* convert_;
 };
 
 Result<Dims> GroupQueryAttention::dims(const KernelContext& ctx) const {
@@ -235,50 +254,69 @@ struct GqaRun {
   Dims d;
   bool first_prompt = false;
   const int32_t* seqlens = nullptr;
-  const float *query = nullptr, *key = nullptr, *value = nullptr;
+  const float *query = nullptr, *key = nullptr, *value = nullptr;  // f32 (staged for f16)
   int64_t row_floats = 0, kv_row_floats = 0;  // per token: [q heads | k heads | v heads] when packed
-  const float *past_k = nullptr, *past_v = nullptr;
-  float *present_k = nullptr, *present_v = nullptr;
+  // The caches in the op's dtype, `esize` bytes per element.
+  size_t esize = sizeof(float);
+  const char *past_k = nullptr, *past_v = nullptr;
+  char *present_k = nullptr, *present_v = nullptr;
   bool shared = false;  // present is past's buffer (past_present_share_buffer)
-  const float *cos = nullptr, *sin = nullptr;
+  const void *cos = nullptr, *sin = nullptr;  // in the op's dtype
+  const float* bias = nullptr;   // attention_bias as f32, or nullptr
+  const float* sinks = nullptr;  // head_sink as f32, or nullptr
 };
+
+// The cos or sin row of `position` as f32 (converted into buf for f16).
+const float* GroupQueryAttention::trig_row(const GqaRun& g, bool sin, int64_t position, float* buf) const {
+  const int64_t half = g.d.rot / 2;
+  const void* cache = sin ? g.sin : g.cos;
+  if (dtype_ == DType::kF32) return static_cast<const float*>(cache) + position * half;
+  convert_->f16_to_f32(static_cast<const uint16_t*>(cache) + position * half, buf, half);
+  return buf;
+}
 
 // Per (b, kv head): present rows [0, past_b) from past (unless shared), rows
 // [past_b, past_b + S) the new keys (rotated) and values, the rest zero.
 void GroupQueryAttention::write_cache(const KernelContext& ctx, const GqaRun& g) const {
   const Dims& d = g.d;
-  const int64_t nkv = at_.kv_num_heads, hs = d.head_size, half = d.rot / 2;
+  const int64_t nkv = at_.kv_num_heads, hs = d.head_size;
+  const size_t row_bytes = static_cast<size_t>(hs) * g.esize;
+  auto store = [&](const float* src, char* dst) {
+    if (dtype_ == DType::kF32) std::memcpy(dst, src, row_bytes);
+    else convert_->f32_to_f16(src, reinterpret_cast<uint16_t*>(dst), hs);
+  };
   const int64_t grain = std::max<int64_t>(1, kCopyGrainElements / std::max<int64_t>(1, d.present * hs));
   threading::parallel_for(d.batch * nkv, grain, [&](int64_t begin, int64_t end) {
+    float* rotated = floats(t_row, hs + d.rot);
+    float* trig = rotated + hs;
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / nkv, h = bh % nkv;
       const int64_t total_b = int64_t{g.seqlens[b]} + 1;
       const int64_t past_b = g.first_prompt ? 0 : total_b - d.seq;
-      float* pk = g.present_k + bh * d.present * hs;
-      float* pv = g.present_v + bh * d.present * hs;
+      char* pk = g.present_k + static_cast<size_t>(bh * d.present) * row_bytes;
+      char* pv = g.present_v + static_cast<size_t>(bh * d.present) * row_bytes;
       if (!g.shared) {
         const int64_t copy = std::min(past_b, d.past);
         if (copy > 0) {
-          std::memcpy(pk, g.past_k + bh * d.past * hs, static_cast<size_t>(copy * hs) * sizeof(float));
-          std::memcpy(pv, g.past_v + bh * d.past * hs, static_cast<size_t>(copy * hs) * sizeof(float));
+          std::memcpy(pk, g.past_k + static_cast<size_t>(bh * d.past) * row_bytes, static_cast<size_t>(copy) * row_bytes);
+          std::memcpy(pv, g.past_v + static_cast<size_t>(bh * d.past) * row_bytes, static_cast<size_t>(copy) * row_bytes);
         }
         const int64_t written = std::min(past_b + d.seq, d.present);
-        std::fill(pk + copy * hs, pk + past_b * hs, 0.0f);
-        std::fill(pv + copy * hs, pv + past_b * hs, 0.0f);
-        std::fill(pk + written * hs, pk + d.present * hs, 0.0f);
-        std::fill(pv + written * hs, pv + d.present * hs, 0.0f);
+        for (char* p : {pk, pv}) {
+          std::memset(p + copy * row_bytes, 0, static_cast<size_t>(std::max<int64_t>(0, past_b - copy)) * row_bytes);
+          std::memset(p + written * row_bytes, 0, static_cast<size_t>(d.present - written) * row_bytes);
+        }
       }
       for (int64_t s = 0; s < d.seq && past_b + s < d.present; ++s) {
         const float* ks = g.key + (b * d.seq + s) * g.kv_row_floats + h * hs;
         const float* vs = g.value + (b * d.seq + s) * g.kv_row_floats + h * hs;
-        float* kd = pk + (past_b + s) * hs;
         if (at_.do_rotary) {
           const int64_t p = position(ctx, d, g.first_prompt, b, s);
-          rotate(ks, g.cos + p * half, g.sin + p * half, kd, d);
-        } else {
-          std::memcpy(kd, ks, static_cast<size_t>(hs) * sizeof(float));
+          rotate(ks, trig_row(g, false, p, trig), trig_row(g, true, p, trig + d.rot / 2), rotated, d);
+          ks = rotated;
         }
-        std::memcpy(pv + (past_b + s) * hs, vs, static_cast<size_t>(hs) * sizeof(float));
+        store(ks, pk + (past_b + s) * row_bytes);
+        store(vs, pv + (past_b + s) * row_bytes);
       }
     }
   });
@@ -287,19 +325,58 @@ void GroupQueryAttention::write_cache(const KernelContext& ctx, const GqaRun& g)
 // Rotated queries, [B, S, N, H], in a thread-local buffer.
 const float* GroupQueryAttention::rotate_queries(const KernelContext& ctx, const GqaRun& g) const {
   const Dims& d = g.d;
-  const int64_t n = at_.num_heads, hs = d.head_size, half = d.rot / 2;
-  t_query.resize(static_cast<size_t>(d.batch * d.seq * n * hs) * sizeof(float));
-  auto* q_rot = static_cast<float*>(t_query.data());
+  const int64_t n = at_.num_heads, hs = d.head_size;
+  float* q_rot = floats(t_query, d.batch * d.seq * n * hs);
   const int64_t grain = std::max<int64_t>(1, kCopyGrainElements / (n * hs));
   threading::parallel_for(d.batch * d.seq, grain, [&](int64_t begin, int64_t end) {
+    float* trig = floats(t_row, d.rot);
     for (int64_t bs = begin; bs < end; ++bs) {
       const int64_t p = position(ctx, d, g.first_prompt, bs / d.seq, bs % d.seq);
-      for (int64_t h = 0; h < n; ++h) {
-        rotate(g.query + bs * g.row_floats + h * hs, g.cos + p * half, g.sin + p * half, q_rot + (bs * n + h) * hs, d);
-      }
+      const float* cos = trig_row(g, false, p, trig);
+      const float* sin = trig_row(g, true, p, trig + d.rot / 2);
+      for (int64_t h = 0; h < n; ++h) rotate(g.query + bs * g.row_floats + h * hs, cos, sin, q_rot + (bs * n + h) * hs, d);
     }
   });
   return q_rot;
+}
+
+// float16: query/key/value, attention_bias and head_sink converted to f32.
+void GroupQueryAttention::stage_f16_inputs(const KernelContext& ctx, GqaRun& g) const {
+  int64_t total = 0;
+  for (size_t i : {kQuery, kKey, kValue, kBias, kHeadSink}) total += ctx.has_input(i) ? ctx.input(i).numel() : 0;
+  float* at = floats(t_stage_in, total);
+  auto stage = [&](size_t i) -> const float* {
+    if (!ctx.has_input(i)) return nullptr;
+    const Tensor& t = ctx.input(i);
+    float* dst = at;
+    threading::parallel_for(t.numel(), kCopyGrainElements, [&](int64_t begin, int64_t end) {
+      convert_->f16_to_f32(t.data_as<uint16_t>() + begin, dst + begin, end - begin);
+    });
+    at += t.numel();
+    return dst;
+  };
+  g.query = stage(kQuery);
+  g.key = g.d.packed ? g.query + at_.num_heads * g.d.head_size : stage(kKey);
+  g.value = g.d.packed ? g.query + (at_.num_heads + at_.kv_num_heads) * g.d.head_size : stage(kValue);
+  g.bias = stage(kBias);
+  g.sinks = stage(kHeadSink);
+}
+
+// float16: the cache rows attention reads, [B * Nkv, present, H] in f32.
+void GroupQueryAttention::stage_f16_cache(const GqaRun& g, const float** k, const float** v) const {
+  const Dims& d = g.d;
+  const int64_t rows = d.batch * at_.kv_num_heads, block = d.present * d.head_size;
+  float* kf = floats(t_stage_kv, 2 * rows * block);
+  float* vf = kf + rows * block;
+  threading::parallel_for(rows, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t n = (int64_t{g.seqlens[bh / at_.kv_num_heads]} + 1) * d.head_size;
+      convert_->f16_to_f32(reinterpret_cast<const uint16_t*>(g.present_k) + bh * block, kf + bh * block, n);
+      convert_->f16_to_f32(reinterpret_cast<const uint16_t*>(g.present_v) + bh * block, vf + bh * block, n);
+    }
+  });
+  *k = kf;
+  *v = vf;
 }
 
 Status GroupQueryAttention::run(KernelContext& ctx) const {
@@ -309,36 +386,51 @@ Status GroupQueryAttention::run(KernelContext& ctx) const {
   g.first_prompt = d.seq == d.total;
   EMBER_RETURN_IF_ERROR(check_lengths(ctx, d, g.first_prompt));
   const int64_t n = at_.num_heads, nkv = at_.kv_num_heads, hs = d.head_size, group = n / nkv;
+  const bool f16 = dtype_ == DType::kF16;
   g.seqlens = ctx.input(kSeqlensK).data_as<int32_t>();
   g.row_floats = d.packed ? (n + 2 * nkv) * hs : n * hs;
   g.kv_row_floats = d.packed ? g.row_floats : nkv * hs;
-  g.query = ctx.input(kQuery).data_as<float>();
-  g.key = d.packed ? g.query + n * hs : ctx.input(kKey).data_as<float>();
-  g.value = d.packed ? g.query + (n + nkv) * hs : ctx.input(kValue).data_as<float>();
-  g.present_k = ctx.output(1).data_as<float>();
-  g.present_v = ctx.output(2).data_as<float>();
+  g.esize = dtype_size(dtype_);
+  if (f16) {
+    stage_f16_inputs(ctx, g);
+  } else {
+    g.query = ctx.input(kQuery).data_as<float>();
+    g.key = d.packed ? g.query + n * hs : ctx.input(kKey).data_as<float>();
+    g.value = d.packed ? g.query + (n + nkv) * hs : ctx.input(kValue).data_as<float>();
+    g.bias = ctx.has_input(kBias) ? ctx.input(kBias).data_as<float>() : nullptr;
+    g.sinks = ctx.has_input(kHeadSink) ? ctx.input(kHeadSink).data_as<float>() : nullptr;
+  }
+  g.present_k = static_cast<char*>(ctx.output(1).data());
+  g.present_v = static_cast<char*>(ctx.output(2).data());
   if (ctx.has_input(kPastKey)) {
-    g.past_k = ctx.input(kPastKey).data_as<float>();
-    g.past_v = ctx.input(kPastValue).data_as<float>();
+    g.past_k = static_cast<const char*>(ctx.input(kPastKey).data());
+    g.past_v = static_cast<const char*>(ctx.input(kPastValue).data());
     g.shared = g.past_k == g.present_k && g.past_v == g.present_v;
   }
   if (at_.do_rotary) {
-    g.cos = ctx.input(kCos).data_as<float>();
-    g.sin = ctx.input(kSin).data_as<float>();
+    g.cos = ctx.input(kCos).data();
+    g.sin = ctx.input(kSin).data();
   }
   write_cache(ctx, g);
   const float* q = at_.do_rotary ? rotate_queries(ctx, g) : g.query;
   const int64_t q_row = at_.do_rotary ? n * hs : g.row_floats;
+  const float* keys = reinterpret_cast<const float*>(g.present_k);
+  const float* values = reinterpret_cast<const float*>(g.present_v);
+  if (f16) stage_f16_cache(g, &keys, &values);
 
   AttentionSpec spec;
   spec.head_size = hs;
   spec.v_head_size = hs;
   spec.scale = at_.scale != 0.0f ? at_.scale : 1.0f / std::sqrt(static_cast<float>(hs));
   spec.softcap = at_.softcap;
-  spec.smooth_softmax = at_.smooth_softmax || ctx.has_input(kHeadSink);
-  const ScoreBias bias = ctx.has_input(kBias) ? attention_bias_scores(ctx.input(kBias)) : ScoreBias{};
-  const float* sinks = ctx.has_input(kHeadSink) ? ctx.input(kHeadSink).data_as<float>() : nullptr;
-  float* out = ctx.output(0).data_as<float>();
+  spec.smooth_softmax = at_.smooth_softmax || g.sinks;
+  ScoreBias bias;
+  if (g.bias) {
+    bias = attention_bias_scores(ctx.input(kBias));
+    bias.data = g.bias;
+  }
+  const int64_t out_floats = d.batch * d.seq * n * hs;
+  float* out = f16 ? floats(t_stage_out, out_floats) : ctx.output(0).data_as<float>();
   attend(spec, d.batch * nkv, [&](int64_t bh) {
     const int64_t b = bh / nkv, h = bh % nkv;
     const int64_t total_b = int64_t{g.seqlens[b]} + 1;
@@ -349,8 +441,8 @@ Status GroupQueryAttention::run(KernelContext& ctx) const {
     s.q = q + b * d.seq * q_row + h * group * hs;
     s.q_head_stride = hs;
     s.q_row_stride = q_row;
-    s.k = g.present_k + bh * d.present * hs;
-    s.v = g.present_v + bh * d.present * hs;
+    s.k = keys + bh * d.present * hs;
+    s.v = values + bh * d.present * hs;
     s.k_row_stride = s.v_row_stride = hs;
     s.out = out + b * d.seq * n * hs + h * group * hs;
     s.out_head_stride = hs;
@@ -362,9 +454,15 @@ Status GroupQueryAttention::run(KernelContext& ctx) const {
       s.bias_head_stride = bias.head_stride;
       s.bias_row_stride = bias.row_stride;
     }
-    s.sinks = sinks ? sinks + h * group : nullptr;
+    s.sinks = g.sinks ? g.sinks + h * group : nullptr;
     return s;
   });
+  if (f16) {
+    uint16_t* y = ctx.output(0).data_as<uint16_t>();
+    threading::parallel_for(out_floats, kCopyGrainElements, [&](int64_t begin, int64_t end) {
+      convert_->f32_to_f16(out + begin, y + begin, end - begin);
+    });
+  }
   return Status::ok();
 }
 
@@ -403,10 +501,14 @@ Result<GqaAttrs> read_attrs(const ir::Node& node) {
 
 Result<std::unique_ptr<OpKernel>> create_group_query_attention(const KernelInit& init) {
   EMBER_RETURN_IF_ERROR(require_inputs(init, 1));
-  for (size_t i : {kQuery, kKey, kValue, kPastKey, kPastValue, kCos, kSin, kBias, kHeadSink}) {
+  const DType dtype = input_dtype(init, kQuery);
+  if (dtype != DType::kF32 && dtype != DType::kF16) {
+    return not_implemented("input 'query' is {}; GroupQueryAttention runs float32 and float16", dtype_name(dtype));
+  }
+  for (size_t i : {kKey, kValue, kPastKey, kPastValue, kCos, kSin, kBias, kHeadSink}) {
     const DType t = input_dtype(init, i);
-    if (t != DType::kUndefined && t != DType::kF32) {
-      return not_implemented("input {} is {}; GroupQueryAttention runs float32 only", i, dtype_name(t));
+    if (t != DType::kUndefined && t != dtype) {
+      return invalid_argument("input {} is {} but 'query' is {}", i, dtype_name(t), dtype_name(dtype));
     }
   }
   for (size_t i : {kSeqlensK, kTotalSeqLen}) {
@@ -419,7 +521,7 @@ Result<std::unique_ptr<OpKernel>> create_group_query_attention(const KernelInit&
     return invalid_argument("input 'position_ids' must be int64, got {}", dtype_name(input_dtype(init, kPositionIds)));
   }
   EMBER_ASSIGN_OR_RETURN(GqaAttrs at, read_attrs(init.node));
-  return std::unique_ptr<OpKernel>(std::make_unique<GroupQueryAttention>(at));
+  return std::unique_ptr<OpKernel>(std::make_unique<GroupQueryAttention>(at, dtype));
 }
 
 }  // namespace ember::kernels::attention
