@@ -8,7 +8,11 @@ SkipSimplifiedLayerNormalization, one packed QKV projection, GroupQueryAttention
 with do_rotary=1 and the cos/sin caches as initializers, SiLU written as
 Sigmoid + Mul, and the ReduceSum -> Sub -> Cast mask subgraph. `--family optimum`
 instead writes a Hugging Face optimum-style export in plain ONNX ops (MatMul,
-Softmax over an additive -inf mask, Concat of past and new K/V).
+Softmax over an additive -inf mask, Concat of past and new K/V). `--attention mha`
+writes the older builder's form instead of GroupQueryAttention: RotaryEmbedding
+on Q and K with a position_ids input, then MultiHeadAttention (causal, the
+attention mask as key_padding_mask, BNSH past -> present); MultiHeadAttention has
+no head grouping, so K/V get as many heads as Q.
 
 Weights are N(0, 1/fan_in) so every residual-stream activation stays near unit
 RMS and the top logits have clear margins; int4 weights are quantized from such
@@ -124,6 +128,9 @@ class Fixture:
         self.rng = np.random.default_rng(args.seed)
         self.g = Graph()
         self.int4 = args.weights == "int4"
+        self.mha = args.attention == "mha"
+        if self.mha:
+            self.kv_heads = self.heads
 
     # ---- weights -----------------------------------------------------------------
     def randn(self, *shape, std=1.0):
@@ -232,6 +239,9 @@ class Fixture:
                              axis=-1)
             q = self.qk_norm(layer, q, "q", self.heads)
             k = self.qk_norm(layer, k, "k", self.kv_heads)
+        if self.mha:
+            return self.linear(f"{base}/o_proj", self.mha_attention(layer, qkv, cos, sin), q_size, self.hidden,
+                               gain=ATTN_GAIN)
         attrs = dict(num_heads=self.heads, kv_num_heads=self.kv_heads, scale=float(1.0 / np.sqrt(self.head)),
                      do_rotary=1, rotary_interleaved=0)
         window = self.window
@@ -244,6 +254,23 @@ class Fixture:
                [q, k, v, f"past_key_values.{layer}.key", f"past_key_values.{layer}.value", seqlens, total32, cos, sin],
                f"{base}/GroupQueryAttention", outputs=outs, domain="com.microsoft", **attrs)
         return self.linear(f"{base}/o_proj", outs[0], q_size, self.hidden, gain=ATTN_GAIN)
+
+    def mha_attention(self, layer, qkv, cos, sin):
+        """Older exports: Split -> RotaryEmbedding(q), RotaryEmbedding(k) -> MultiHeadAttention."""
+        g = self.g
+        base = f"/model/layers.{layer}/attn"
+        size = self.heads * self.head
+        q, k, v = g.node("Split", [qkv, g.const([size, size, size])], f"{base}/qkv_proj/Split", n_out=3, axis=-1)
+        q = g.node("RotaryEmbedding", [q, "position_ids", cos, sin], f"{base}/q_rotary/RotaryEmbedding",
+                   domain="com.microsoft", interleaved=0)
+        k = g.node("RotaryEmbedding", [k, "position_ids", cos, sin], f"{base}/k_rotary/RotaryEmbedding",
+                   domain="com.microsoft", interleaved=0)
+        outs = [f"{base}/MultiHeadAttention/output_0", f"present.{layer}.key", f"present.{layer}.value"]
+        g.node("MultiHeadAttention", [q, k, v, "", self.key_padding_mask, "", f"past_key_values.{layer}.key",
+                                      f"past_key_values.{layer}.value"],
+               f"{base}/MultiHeadAttention", outputs=outs, domain="com.microsoft", num_heads=self.heads,
+               unidirectional=1, scale=float(1.0 / np.sqrt(self.head)))
+        return outs[0]
 
     def mlp(self, layer, x):
         g = self.g
@@ -267,6 +294,9 @@ class Fixture:
         if gemma:
             emb = g.node("Mul", [emb, g.const(np.round(np.sqrt(self.hidden), 2), np.float32)], "/model/embed_tokens/Mul")
         seqlens, total32, total = self.mask_subgraph()
+        if self.mha:
+            self.key_padding_mask = g.node("Cast", ["attention_mask"], "/model/attn_mask_reformat/Cast",
+                                           to=TensorProto.INT32)
         cos, sin = self.rope_inputs(total)
         residual, skip = emb, None
         for i in range(self.layers):
@@ -401,7 +431,7 @@ class Fixture:
         present = ["batch_size", self.kv_heads, "total_sequence_length", self.head]
         inputs = [helper.make_tensor_value_info("input_ids", I64, ["batch_size", "sequence_length"]),
                   helper.make_tensor_value_info("attention_mask", I64, ["batch_size", "total_sequence_length"])]
-        if optimum:
+        if optimum or self.mha:
             inputs.append(helper.make_tensor_value_info("position_ids", I64, ["batch_size", "sequence_length"]))
         outputs = [helper.make_tensor_value_info("logits", F32, ["batch_size", "sequence_length", self.vocab])]
         for i in range(self.layers):
@@ -433,7 +463,7 @@ class Fixture:
         optimum = self.args.family == "optimum"
         inputs = {"input_ids": "input_ids", "attention_mask": "attention_mask",
                   "past_key_names": "past_key_values.%d.key", "past_value_names": "past_key_values.%d.value"}
-        if optimum:
+        if optimum or self.mha:
             inputs["position_ids"] = "position_ids"
         config = {
             "model": {
@@ -452,7 +482,7 @@ class Fixture:
             "search": {
                 "diversity_penalty": 0.0, "do_sample": False, "early_stopping": True, "length_penalty": 1.0,
                 "max_length": self.max_length, "min_length": 0, "no_repeat_ngram_size": 0, "num_beams": 1,
-                "num_return_sequences": 1, "past_present_share_buffer": not optimum, "repetition_penalty": 1.0,
+                "num_return_sequences": 1, "past_present_share_buffer": not (optimum or self.mha), "repetition_penalty": 1.0,
                 "temperature": 1.0, "top_k": 1, "top_p": 1.0,
             },
         }
@@ -528,11 +558,16 @@ def main():
     ap.add_argument("--max-length", type=int, default=4096, help="context length: cos/sin cache rows")
     ap.add_argument("--window", type=int, help="local_window_size for mistral and gemma2's sliding layers")
     ap.add_argument("--original-length", type=int, help="phi3: longest total length that uses the short caches")
+    ap.add_argument("--attention", default="gqa", choices=["gqa", "mha"],
+                    help="mha: the older RotaryEmbedding + MultiHeadAttention form (K/V heads = Q heads)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.family == "optimum" and args.weights != "fp32":
         ap.error("--family optimum is a plain-ONNX export: use --weights fp32")
+    if args.attention == "mha" and (args.family in ("optimum", "gemma2", "mistral", "qwen3")):
+        ap.error("--attention mha: MultiHeadAttention has no window or softcap, and the older exports had no q/k "
+                 "norms; use llama, qwen2 or phi3")
     os.makedirs(args.out, exist_ok=True)
     fixture = Fixture(args)
     fixture.save_model(args.out)

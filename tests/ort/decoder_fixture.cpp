@@ -14,15 +14,16 @@ std::string fixture_name(const DecoderFixtureSpec& spec) {
   std::string name = spec.family + "-" + spec.weights + "-" + spec.shape;
   if (spec.layers > 0) name += "-l" + std::to_string(spec.layers);
   if (spec.vocab > 0) name += "-v" + std::to_string(spec.vocab);
+  if (spec.attention != "gqa") name += "-" + spec.attention;
   return name;
 }
 
 Status make_decoder_fixture(const DecoderFixtureSpec& spec, const std::string& generator, const std::string& out_dir) {
   std::string cmd = fmt::format(
-      "python3 '{}' --family {} --weights {} --shape {} --max-length {} --window {} --original-length {} --seed {} "
-      "--out '{}'",
-      generator, spec.family, spec.weights, spec.shape, spec.max_length, spec.window, spec.original_length, spec.seed,
-      out_dir);
+      "python3 '{}' --family {} --weights {} --shape {} --attention {} --max-length {} --window {} --original-length {} "
+      "--seed {} --out '{}'",
+      generator, spec.family, spec.weights, spec.shape, spec.attention, spec.max_length, spec.window,
+      spec.original_length, spec.seed, out_dir);
   if (spec.layers > 0) cmd += fmt::format(" --layers {}", spec.layers);
   if (spec.vocab > 0) cmd += fmt::format(" --vocab {}", spec.vocab);
   int rc = std::system(cmd.c_str());

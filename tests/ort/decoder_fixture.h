@@ -15,6 +15,7 @@ struct DecoderFixtureSpec {
   std::string family;            // llama qwen2 qwen3 phi3 gemma2 mistral optimum
   std::string weights = "int4";  // int4 or fp32
   std::string shape = "tiny";    // a preset of the generator
+  std::string attention = "gqa";  // gqa, or mha: the older RotaryEmbedding + MultiHeadAttention export
   int layers = 0;                // 0: the preset's
   int vocab = 0;                 // 0: the preset's
   int max_length = 128;
@@ -23,7 +24,7 @@ struct DecoderFixtureSpec {
   int seed = 1;
 };
 
-// "qwen2-int4-tiny", with "-l<layers>" / "-v<vocab>" when overridden.
+// "qwen2-int4-tiny", with "-l<layers>" / "-v<vocab>" when overridden and "-mha" for that form.
 std::string fixture_name(const DecoderFixtureSpec& spec);
 
 // Runs `generator` (tools/make_decoder_fixtures.py) with python3, the

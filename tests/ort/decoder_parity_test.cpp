@@ -145,6 +145,16 @@ TEST(DecoderParity, MistralFp32) { check_parity(spec("mistral", "fp32"), 1); }
 TEST(DecoderParity, OptimumFp32) { check_parity(spec("optimum", "fp32"), 1); }
 TEST(DecoderParity, Qwen2Int4Batch2) { check_parity(spec("qwen2", "int4"), 2); }
 TEST(DecoderParity, OptimumFp32Batch2) { check_parity(spec("optimum", "fp32"), 2); }
+// The older export: RotaryEmbedding on Q and K, then MultiHeadAttention.
+DecoderFixtureSpec mha(const char* family, const char* weights) {
+  DecoderFixtureSpec s = spec(family, weights);
+  s.attention = "mha";
+  return s;
+}
+TEST(DecoderParity, LlamaFp32MultiHeadAttention) { check_parity(mha("llama", "fp32"), 1); }
+TEST(DecoderParity, Qwen2Int4MultiHeadAttention) { check_parity(mha("qwen2", "int4"), 1); }
+// The rotary caches come from phi3's If.
+TEST(DecoderParity, Phi3Fp32MultiHeadAttentionBatch2) { check_parity(mha("phi3", "fp32"), 2); }
 // Ember writing present KV in place into max-length past buffers.
 TEST(DecoderParity, LlamaInt4SharedCache) { check_parity(spec("llama", "int4"), 1, true); }
 TEST(DecoderParity, Gemma2Fp32SharedCache) { check_parity(spec("gemma2", "fp32"), 1, true); }

@@ -212,7 +212,7 @@ void gemm(const SgemmTable& t, const GemmParams& p, const float* a, const float*
   t_b_pack.resize(static_cast<size_t>(floats) * sizeof(float));
   float* packed = static_cast<float*>(t_b_pack.data());
   pack_b(b, p.ldb, p.trans_b, p.k, p.n, t.nr, packed);
-  gemm_packed(t, {p.m, p.n, p.k, a, p.lda, p.trans_a, packed, c, p.ldc, p.alpha, accumulate});
+  gemm_packed(t, {p.m, p.n, p.k, a, p.lda, p.trans_a, packed, c, p.ldc, p.alpha, accumulate, {}});
 }
 
 PackedWeight::PackedWeight(const SgemmTable& t, const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n)
