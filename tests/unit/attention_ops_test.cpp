@@ -132,20 +132,20 @@ Heads reference(const Heads& q, const Heads& k, const Heads& v, const Scores& sc
 }
 
 // Compares the op's output in [B, S, N * Hv] (or BNSH when bnsh) layout.
-void expect_output(const Tensor& got, const Heads& want, bool bnsh = false) {
+void expect_output(const Tensor& got, const Heads& want, bool bnsh = false, double tol = kTol) {
   ASSERT_EQ(got.numel(), static_cast<int64_t>(want.x.size()));
   for (int64_t b = 0; b < want.b; ++b)
     for (int64_t n = 0; n < want.n; ++n)
       for (int64_t s = 0; s < want.r; ++s)
         for (int64_t d = 0; d < want.h; ++d) {
           const int64_t i = bnsh ? ((b * want.n + n) * want.r + s) * want.h + d : ((b * want.r + s) * want.n + n) * want.h + d;
-          ASSERT_NEAR(got.data_as<float>()[i], want.at(b, n, s, d), kTol) << "b=" << b << " n=" << n << " s=" << s << " d=" << d;
+          ASSERT_NEAR(got.data_as<float>()[i], want.at(b, n, s, d), tol) << "b=" << b << " n=" << n << " s=" << s << " d=" << d;
         }
 }
 
-void expect_cache(const Tensor& got, const Heads& want) {
+void expect_cache(const Tensor& got, const Heads& want, double tol = 1e-6) {
   ASSERT_EQ(got.numel(), static_cast<int64_t>(want.x.size()));
-  for (int64_t i = 0; i < got.numel(); ++i) ASSERT_NEAR(got.data_as<float>()[i], want.x[static_cast<size_t>(i)], 1e-6) << i;
+  for (int64_t i = 0; i < got.numel(); ++i) ASSERT_NEAR(got.data_as<float>()[i], want.x[static_cast<size_t>(i)], tol) << i;
 }
 
 Tensor int_tensor(Shape shape, std::vector<int32_t> v) { return make_tensor<int32_t>(shape, std::move(v)); }
@@ -395,8 +395,11 @@ Result<std::vector<Tensor>> run_contrib(const ContribCase& c, const ContribInput
 }
 
 // The projection in double, split into heads; present = [past K ; K], [past V ; V].
+Heads round_f16(Heads h);
+
+// f16_cache: attention reads K and V as a float16 cache holds them.
 Heads contrib_expected(const ContribCase& c, const ContribInputs& in, Scores sc, Heads* present_k = nullptr,
-                       Heads* present_v = nullptr) {
+                       Heads* present_v = nullptr, bool f16_cache = false) {
   const int64_t dq = c.heads * c.head_size, width = in.w.dim(1);
   Heads proj[3] = {make_heads(c.batch, c.heads, c.seq, c.head_size), make_heads(c.batch, c.heads, c.seq, c.head_size),
                    make_heads(c.batch, c.heads, c.seq, c.v_head_size)};
@@ -424,6 +427,7 @@ Heads contrib_expected(const ContribCase& c, const ContribInputs& in, Scores sc,
   if (c.causal && c.seq > 1) add_causal(sc, c.past);
   if (present_k) *present_k = k;
   if (present_v) *present_v = v;
+  if (f16_cache) return reference(proj[0], round_f16(k), round_f16(v), sc, 1.0 / std::sqrt(static_cast<double>(c.head_size)));
   return reference(proj[0], k, v, sc, 1.0 / std::sqrt(static_cast<double>(c.head_size)));
 }
 
@@ -656,6 +660,173 @@ TEST(AttentionOnnx, SoftcapBeforeMaskAndScoreOutputs) {
           }
         }
   }
+}
+
+// ---------------------------------------------------------------- float16
+
+// float16 ops convert their inputs to f32, store caches in float16 and round the
+// output once: against the double reference over the f16 inputs, an output of
+// magnitude <= 1.5 is off by half an f16 ulp (4.9e-4) plus the f32 error.
+constexpr double kF16Tol = 1e-3;
+
+Tensor to_f16(const Tensor& t) {
+  Tensor h = Tensor::allocate(DType::kF16, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) h.data_as<Float16>()[i] = Float16(t.data_as<float>()[i]);
+  return h;
+}
+
+Tensor widen(const Tensor& h) {
+  EXPECT_EQ(h.dtype(), DType::kF16);
+  Tensor t = Tensor::allocate(DType::kF32, h.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = h.data_as<Float16>()[i];
+  return t;
+}
+
+// Values as a float16 cache holds them (attention reads the stored cache).
+Heads round_f16(Heads h) {
+  for (double& x : h.x) x = static_cast<float>(Float16(static_cast<float>(x)));
+  return h;
+}
+
+TEST(AttentionFloat16, MultiHeadAttentionPastCausalMaskAndBias) {
+  MhaCase c;
+  c.past = 2;
+  c.causal = true;
+  const MhaInputs f = mha_inputs(c, 400);
+  const MhaInputs h{to_f16(f.q), to_f16(f.k), to_f16(f.v), to_f16(f.bias), to_f16(f.pk), to_f16(f.pv)};
+  const MhaInputs r{widen(h.q), widen(h.k), widen(h.v), widen(h.bias), widen(h.pk), widen(h.pv)};
+  const Tensor m = int_tensor({2, 5}, {1, 1, 0, 1, 1, 0, 1, 1, 1, 1});
+  const Tensor ab = to_f16(random_tensor({1, 3, 3, 5}, 401));
+  auto out = run_mha(c, h, &m, &ab);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  for (const Tensor& t : *out) ASSERT_EQ(t.dtype(), DType::kF16);
+  Scores sc = padding_scores(c, {{1, 1, 0, 1, 1}, {0, 1, 1, 1, 1}});
+  const Tensor abw = widen(ab);
+  for (size_t i = 0; i < sc.add.size(); ++i) sc.add[i] += abw.data_as<float>()[i % static_cast<size_t>(abw.numel())];
+  Heads k, v;
+  expect_output(widen((*out)[0]), mha_expected(c, r, sc, &k, &v), false, kF16Tol);
+  expect_cache(widen((*out)[1]), k, 0.0);  // float16 copies of past and key rows
+  expect_cache(widen((*out)[2]), v, 0.0);
+  // With a bias the cache holds key + bias rounded once.
+  c.bias = true;
+  out = run_mha(c, h, nullptr, nullptr);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const Heads want = mha_expected(c, r, zero_scores(2, 3, 3, 5), &k, &v);
+  expect_cache(widen((*out)[1]), round_f16(k), 0.0);
+  expect_cache(widen((*out)[2]), round_f16(v), 0.0);
+  // Attention reads the rounded cache: |v + bias| < 3 rounds by up to 1e-3.
+  expect_output(widen((*out)[0]), want, false, 2.5e-3);
+}
+
+TEST(AttentionFloat16, ContribProjectionPastPresent) {
+  ContribCase c;
+  c.past = 2;
+  c.causal = true;
+  const ContribInputs f = contrib_inputs(c, 410);
+  const ContribInputs h{to_f16(f.x), to_f16(f.w), to_f16(f.bias), to_f16(f.past)};
+  const ContribInputs r{widen(h.x), widen(h.w), widen(h.bias), widen(h.past)};
+  auto out = run_contrib(c, h, nullptr, nullptr);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  Heads k, v;
+  const Heads want = contrib_expected(c, r, zero_scores(2, 3, 3, 5), &k, &v, true);
+  const Tensor present = widen((*out)[1]);
+  const Heads rk = round_f16(k), rv = round_f16(v);
+  for (size_t i = 0; i < k.x.size(); ++i) {
+    // The projection differs from double by ~1e-6, which can flip one rounding.
+    ASSERT_NEAR(present.data_as<float>()[i], rk.x[i], std::abs(k.x[i]) * 1e-3) << i;
+    ASSERT_NEAR(present.data_as<float>()[k.x.size() + i], rv.x[i], std::abs(v.x[i]) * 1e-3) << i;
+  }
+  // Attention reads the rounded cache; outputs stay below 4 (half an f16 ulp: 2e-3).
+  expect_output(widen((*out)[0]), want, false, 2e-3);
+}
+
+TEST(AttentionFloat16, OnnxGroupedFloatMaskAndScores) {
+  OnnxCase c;
+  c.bnsh = false;
+  c.past = 2;
+  c.causal = true;
+  const OnnxInputs f = onnx_inputs(c, 420);
+  const OnnxInputs h{to_f16(f.q), to_f16(f.k), to_f16(f.v), to_f16(f.pk), to_f16(f.pv)};
+  const OnnxInputs r{widen(h.q), widen(h.k), widen(h.v), widen(h.pk), widen(h.pv)};
+  const Tensor mask = to_f16(random_tensor({3, 5}, 421));
+  auto out = run_onnx(c, h, &mask, 4, 0);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  for (const Tensor& t : *out) ASSERT_EQ(t.dtype(), DType::kF16);
+  Scores sc = zero_scores(2, 6, 3, 5);
+  const Tensor mw = widen(mask);
+  for (size_t i = 0; i < sc.add.size(); ++i) sc.add[i] = mw.data_as<float>()[i % 15];
+  Heads k, v;
+  expect_output(widen((*out)[0]), onnx_expected(c, r, sc, &k, &v), false, kF16Tol);
+  expect_cache(widen((*out)[1]), k, 0.0);
+  expect_cache(widen((*out)[2]), v, 0.0);
+  // Output 3 in mode 0: the scaled Q.K, rounded once (|score| < 4: half ulp 1e-3).
+  const Tensor qk = widen((*out)[3]);
+  const Heads q = from_bsd(r.q, 6);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t n = 0; n < 6; ++n)
+      for (int64_t s = 0; s < 3; ++s)
+        for (int64_t t = 0; t < 5; ++t) {
+          double dot = 0;
+          for (int64_t d = 0; d < 4; ++d) dot += q.at(b, n, s, d) * k.at(b, n / 3, t, d);
+          ASSERT_NEAR(qk.data_as<float>()[((b * 6 + n) * 3 + s) * 5 + t], dot / 2.0, 1e-3);
+        }
+}
+
+TEST(AttentionFloat16, OneAndTwoThreadsIdentical) {
+  MhaCase c;
+  c.past = 40;
+  c.seq = c.kv_seq = 17;
+  c.bias = c.causal = true;
+  const MhaInputs f = mha_inputs(c, 430);
+  const MhaInputs h{to_f16(f.q), to_f16(f.k), to_f16(f.v), to_f16(f.bias), to_f16(f.pk), to_f16(f.pv)};
+  std::vector<Tensor> results[2];
+  for (int threads : {1, 2}) {
+    threading::ScopedThreadLimit limit(threads);
+    auto out = run_mha(c, h, nullptr, nullptr);
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    results[threads - 1] = std::move(*out);
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(0, std::memcmp(results[0][i].data(), results[1][i].data(), results[0][i].nbytes())) << "output " << i;
+  }
+}
+
+void expect_error_naming(const Result<std::vector<Tensor>>& r, const std::string& name) {
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find(name), std::string::npos) << r.status().to_string();
+}
+
+TEST(AttentionFloat16, MismatchedAndUnsupportedDtypesRejected) {
+  MhaCase mc;
+  const MhaInputs mf = mha_inputs(mc, 440);
+  const MhaInputs mixed{to_f16(mf.q), mf.k, to_f16(mf.v), mf.bias, mf.pk, mf.pv};
+  expect_error_naming(run_mha(mc, mixed, nullptr, nullptr), "'key'");
+  const MhaInputs half{to_f16(mf.q), to_f16(mf.k), to_f16(mf.v), mf.bias, mf.pk, mf.pv};
+  mc.bias = true;
+  expect_error_naming(run_mha(mc, half, nullptr, nullptr), "'bias'");
+  mc.bias = false;
+  const Tensor ab = random_tensor({1, 3, 3, 3}, 441);
+  expect_error_naming(run_mha(mc, half, nullptr, &ab), "'attention_bias'");
+  Tensor bf = Tensor::allocate(DType::kBF16, mf.q.shape());
+  const MhaInputs brain{bf, mf.k, mf.v, mf.bias, mf.pk, mf.pv};
+  auto r = run_mha(mc, brain, nullptr, nullptr);
+  expect_error_naming(r, "bfloat16");
+  EXPECT_EQ(r.status().code(), StatusCode::kNotImplemented) << r.status().to_string();
+
+  ContribCase cc;
+  const ContribInputs cf = contrib_inputs(cc, 450);
+  expect_error_naming(run_contrib(cc, {to_f16(cf.x), cf.w, to_f16(cf.bias), cf.past}, nullptr, nullptr), "'weights'");
+  expect_error_naming(run_contrib(cc, {to_f16(cf.x), to_f16(cf.w), cf.bias, cf.past}, nullptr, nullptr), "'bias'");
+
+  OnnxCase oc;
+  oc.past = 2;
+  const OnnxInputs of = onnx_inputs(oc, 460);
+  expect_error_naming(run_onnx(oc, {to_f16(of.q), to_f16(of.k), of.v, to_f16(of.pk), to_f16(of.pv)}, nullptr), "'V'");
+  expect_error_naming(run_onnx(oc, {to_f16(of.q), to_f16(of.k), to_f16(of.v), of.pk, to_f16(of.pv)}, nullptr),
+                      "'past_key'");
+  const Tensor f32_mask = random_tensor({3, 5}, 461);
+  expect_error_naming(run_onnx(oc, {to_f16(of.q), to_f16(of.k), to_f16(of.v), to_f16(of.pk), to_f16(of.pv)}, &f32_mask),
+                      "'attn_mask'");
 }
 
 }  // namespace

@@ -10,6 +10,9 @@
 // Rejected as ONNX Runtime's CPU kernel rejects them: a 4-D mask, past with
 // attention_bias, do_rotary; also the shared past/present buffer
 // (past_present_share_buffer, past_sequence_length), not implemented here.
+// float32 or float16 (all float inputs alike, no bfloat16, as ONNX Runtime 1.30
+// on CPU): float16 projects and attends in f32 through FloatStage
+// (attention_layout.h); constant float16 weights are widened and packed once.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -131,13 +134,13 @@ Result<Geometry> geometry(const KernelContext& ctx, const Attrs& at) {
 
 class AttentionContribKernel final : public OpKernel {
  public:
-  AttentionContribKernel(Attrs attrs, sgemm::PackedWeight weights)
-      : at_(attrs), gemm_(&sgemm::sgemm_table()), weights_(std::move(weights)) {}
+  AttentionContribKernel(Attrs attrs, DType dtype, sgemm::PackedWeight weights)
+      : at_(attrs), stage_(dtype), gemm_(&sgemm::sgemm_table()), weights_(std::move(weights)) {}
 
   Status infer(KernelContext& ctx) const override {
     EMBER_ASSIGN_OR_RETURN(Geometry g, geometry(ctx, at_));
-    ctx.set_output(0, DType::kF32, {g.batch, g.seq, g.v_hidden});
-    ctx.set_output(1, DType::kF32, {2, g.batch, g.heads, g.total, g.k_hidden / g.heads});
+    ctx.set_output(0, stage_.dtype(), {g.batch, g.seq, g.v_hidden});
+    ctx.set_output(1, stage_.dtype(), {2, g.batch, g.heads, g.total, g.k_hidden / g.heads});
     return Status::ok();
   }
 
@@ -157,17 +160,19 @@ class AttentionContribKernel final : public OpKernel {
     p.k = bsd_layout(qkv + g.q_hidden, g.seq, h, g.width());
     p.v = bsd_layout(qkv + g.q_hidden + g.k_hidden, g.seq, hv, g.width());
     if (g.past > 0 || ctx.has_output(1)) {
+      // present [2, B, N, T, H]: keys, then values, in the op's dtype.
       const int64_t cache = g.batch * g.heads * g.total * h;
-      float* present = ctx.has_output(1) ? ctx.output(1).data_as<float>() : scratch_floats(ScratchSlot::kKey, 2 * cache);
-      const float* past = g.past > 0 ? ctx.input(kPast).data_as<float>() : nullptr;
-      const int64_t past_half = g.batch * g.heads * g.past * h;
-      write_cache({g.batch, g.heads, h, g.past, g.seq, past, p.k, nullptr}, present);
-      write_cache({g.batch, g.heads, h, g.past, g.seq, past ? past + past_half : nullptr, p.v, nullptr},
-                  present + cache);
-      p.k = bnsh_layout(present, g.heads, g.total, h);
-      p.v = bnsh_layout(present + cache, g.heads, g.total, h);
+      const size_t esize = stage_.element_size();
+      char* present = static_cast<char*>(ctx.has_output(1) ? ctx.output(1).data()
+                                                           : scratch_floats(ScratchSlot::kKey, 2 * cache));
+      const char* past = g.past > 0 ? static_cast<const char*>(ctx.input(kPast).data()) : nullptr;
+      const size_t past_half = static_cast<size_t>(g.batch * g.heads * g.past * h) * esize;
+      float* view = stage_.is_f32() ? nullptr : scratch_floats(ScratchSlot::kKeyView, 2 * cache);
+      p.k = write_cache({g.batch, g.heads, h, g.past, g.seq, past, p.k, nullptr}, stage_, present, view);
+      p.v = write_cache({g.batch, g.heads, h, g.past, g.seq, past ? past + past_half : nullptr, p.v, nullptr},
+                        stage_, present + static_cast<size_t>(cache) * esize, view ? view + cache : nullptr);
     }
-    p.out = ctx.output(0).data_as<float>();
+    p.out = stage_.output(ctx.output(0), ScratchSlot::kOutput);
     p.out_head_stride = hv;
     p.out_row_stride = g.v_hidden;
     p.out_batch_stride = g.seq * g.v_hidden;
@@ -180,11 +185,13 @@ class AttentionContribKernel final : public OpKernel {
     if (ctx.has_input(kAttentionBias)) {
       const Tensor& ab = ctx.input(kAttentionBias);
       p.bias = attention_bias_scores(ab);
+      p.bias.data = stage_.input(ab, ScratchSlot::kInScores);
       if (mask.data) p.bias = combine_scores(p.bias, ab.dim(1), mask, g.batch, g.seq, g.total);
     } else {
       p.bias = mask;
     }
     run_problem(p);
+    stage_.finish(p.out, ctx.output(0));
     return Status::ok();
   }
 
@@ -199,7 +206,7 @@ class AttentionContribKernel final : public OpKernel {
     float* out = scratch_floats(ScratchSlot::kProjection, rows * width);
     const bool has_bias = ctx.has_input(kBias);
     if (has_bias) {
-      const float* bias = ctx.input(kBias).data_as<float>();
+      const float* bias = stage_.input(ctx.input(kBias), ScratchSlot::kInBias);
       for (int64_t r = 0; r < rows; ++r) std::copy(bias, bias + width, out + r * width);
     }
     GemmParams gp;
@@ -210,16 +217,17 @@ class AttentionContribKernel final : public OpKernel {
     gp.ldb = width;
     gp.ldc = width;
     gp.beta = has_bias ? 1.0f : 0.0f;
-    const float* x = ctx.input(kInput).data_as<float>();
+    const float* x = stage_.input(ctx.input(kInput), ScratchSlot::kInQuery);
     if (!weights_.empty()) {
       weights_.gemm(*gemm_, gp, x, out);
     } else {
-      sgemm::gemm(*gemm_, gp, x, ctx.input(kWeights).data_as<float>(), out);
+      sgemm::gemm(*gemm_, gp, x, stage_.input(ctx.input(kWeights), ScratchSlot::kInKey), out);
     }
     return out;
   }
 
   Attrs at_;
+  FloatStage stage_;
   const sgemm::SgemmTable* gemm_;
   sgemm::PackedWeight weights_;
 };
@@ -259,20 +267,27 @@ Result<Attrs> read_attrs(const ir::Node& node) {
 Result<std::unique_ptr<OpKernel>> create_attention_contrib(const KernelInit& init) {
   EMBER_RETURN_IF_ERROR(require_inputs(init, 2));
   EMBER_ASSIGN_OR_RETURN(Attrs at, read_attrs(init.node));
-  if (input_dtype(init, kInput) != DType::kF32) {
-    return not_implemented("node '{}': input 'input' is {}; Attention is implemented for float32", init.node.name,
-                           dtype_name(input_dtype(init, kInput)));
-  }
-  constexpr std::pair<size_t, const char*> kFloatInputs[] = {
-      {kWeights, "weights"}, {kBias, "bias"}, {kPast, "past"}, {kAttentionBias, "attention_bias"}};
-  for (const auto& [i, name] : kFloatInputs) EMBER_RETURN_IF_ERROR(check_input_dtype(init, i, name, DType::kF32));
+  EMBER_ASSIGN_OR_RETURN(const DType dtype,
+                         check_float_inputs(init, "Attention", kInput, "input",
+                                            {{kWeights, "weights"},
+                                             {kBias, "bias"},
+                                             {kPast, "past"},
+                                             {kAttentionBias, "attention_bias"}}));
   EMBER_RETURN_IF_ERROR(check_input_dtype(init, kMaskIndex, "mask_index", DType::kI32));
   sgemm::PackedWeight weights;
   const Tensor* w = init.constant_inputs.size() > kWeights ? init.constant_inputs[kWeights] : nullptr;
   if (w && w->rank() == 2) {
-    weights = sgemm::PackedWeight(sgemm::sgemm_table(), w->data_as<float>(), w->dim(1), false, w->dim(0), w->dim(1));
+    // float16 weights are packed from f32 once: the projection runs the f32 GEMM.
+    std::vector<float> wide;
+    const float* values = w->data_as<float>();
+    if (dtype == DType::kF16) {
+      wide.resize(static_cast<size_t>(w->numel()));
+      FloatStage(dtype).widen(w->data(), wide.data(), w->numel());
+      values = wide.data();
+    }
+    weights = sgemm::PackedWeight(sgemm::sgemm_table(), values, w->dim(1), false, w->dim(0), w->dim(1));
   }
-  return std::unique_ptr<OpKernel>(std::make_unique<AttentionContribKernel>(at, std::move(weights)));
+  return std::unique_ptr<OpKernel>(std::make_unique<AttentionContribKernel>(at, dtype, std::move(weights)));
 }
 
 }  // namespace ember::kernels::attention

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/buffer.h"
+#include "kernels/common/convert.h"
 #include "threading/thread_pool.h"
 
 namespace ember::kernels::attention {
@@ -14,6 +15,9 @@ namespace {
 // (rows * head_size) heads). Not yet timed: chosen as RotaryEmbedding's
 // measured 16Ki-element grain (rotary.cpp), the same memory-bound row copy.
 constexpr int64_t kCopyGrainFloats = 16384;
+
+// float16 rows with a bias are summed in f32 blocks of this many on the stack.
+constexpr int64_t kRowBlock = 256;
 
 thread_local std::array<AlignedBuffer, static_cast<size_t>(ScratchSlot::kCount)> t_scratch;
 
@@ -29,6 +33,25 @@ void copy_rows(const float* src, int64_t src_stride, const float* bias, int64_t 
   }
 }
 
+// copy_rows into a float16 cache: each row (plus bias) rounded once.
+void narrow_rows(const FloatStage& stage, const float* src, int64_t src_stride, const float* bias, int64_t rows,
+                 int64_t width, uint16_t* dst) {
+  float sum[kRowBlock];
+  for (int64_t s = 0; s < rows; ++s) {
+    const float* in = src + s * src_stride;
+    uint16_t* out = dst + s * width;
+    if (!bias) {
+      stage.narrow(in, out, width);
+      continue;
+    }
+    for (int64_t d0 = 0; d0 < width; d0 += kRowBlock) {
+      const int64_t n = std::min(kRowBlock, width - d0);
+      for (int64_t d = 0; d < n; ++d) sum[d] = in[d0 + d] + bias[d0 + d];
+      stage.narrow(sum, out + d0, n);
+    }
+  }
+}
+
 }  // namespace
 
 Status check_input_dtype(const KernelInit& init, size_t i, const char* name, DType want) {
@@ -38,6 +61,17 @@ Status check_input_dtype(const KernelInit& init, size_t i, const char* name, DTy
                           dtype_name(want));
 }
 
+Result<DType> check_float_inputs(const KernelInit& init, const char* op, size_t first, const char* first_name,
+                                 std::initializer_list<std::pair<size_t, const char*>> others) {
+  const DType t = input_dtype(init, first);
+  if (t != DType::kF32 && t != DType::kF16) {
+    return not_implemented("node '{}': input '{}' is {}; {} runs float32 and float16 (as ONNX Runtime's CPU kernel)",
+                           init.node.name, first_name, dtype_name(t), op);
+  }
+  for (const auto& [i, name] : others) EMBER_RETURN_IF_ERROR(check_input_dtype(init, i, name, t));
+  return t;
+}
+
 float* scratch_floats(ScratchSlot slot, int64_t count) {
   AlignedBuffer& b = t_scratch[static_cast<size_t>(slot)];
   const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float);
@@ -45,22 +79,81 @@ float* scratch_floats(ScratchSlot slot, int64_t count) {
   return static_cast<float*>(b.data());
 }
 
-void write_cache(const CacheWrite& w, float* dst) {
+FloatStage::FloatStage(DType dtype) : dtype_(dtype) {
+  if (dtype == DType::kF16) {
+    to_f32_ = convert_table().f16_to_f32;
+    from_f32_ = convert_table().f32_to_f16;
+  }
+}
+
+const float* FloatStage::input(const Tensor& t, ScratchSlot slot) const {
+  if (is_f32()) return t.data_as<float>();
+  float* out = scratch_floats(slot, t.numel());
+  const uint16_t* x = t.data_as<uint16_t>();
+  threading::parallel_for(t.numel(), kCopyGrainFloats,
+                          [&](int64_t begin, int64_t end) { to_f32_(x + begin, out + begin, end - begin); });
+  return out;
+}
+
+float* FloatStage::output(Tensor& t, ScratchSlot slot) const {
+  return is_f32() ? t.data_as<float>() : scratch_floats(slot, t.numel());
+}
+
+void FloatStage::finish(const float* values, Tensor& t) const {
+  if (is_f32()) return;
+  uint16_t* y = t.data_as<uint16_t>();
+  threading::parallel_for(t.numel(), kCopyGrainFloats,
+                          [&](int64_t begin, int64_t end) { from_f32_(values + begin, y + begin, end - begin); });
+}
+
+void FloatStage::narrow(const float* x, void* y, int64_t n) const {
+  if (is_f32()) {
+    std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+  } else {
+    from_f32_(x, static_cast<uint16_t*>(y), n);
+  }
+}
+
+void FloatStage::widen(const void* x, float* y, int64_t n) const {
+  if (is_f32()) {
+    std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+  } else {
+    to_f32_(static_cast<const uint16_t*>(x), y, n);
+  }
+}
+
+HeadLayout write_cache(const CacheWrite& w, const FloatStage& stage, void* dst, float* view) {
   const int64_t total = w.past_rows + w.rows;
-  const int64_t head_floats = total * w.head_size;
-  const int64_t grain = std::max<int64_t>(1, kCopyGrainFloats / std::max<int64_t>(1, head_floats));
+  const int64_t head_elems = total * w.head_size;
+  const size_t esize = stage.element_size();
+  const int64_t grain = std::max<int64_t>(1, kCopyGrainFloats / std::max<int64_t>(1, head_elems));
   threading::parallel_for(w.batch * w.heads, grain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t b = i / w.heads, n = i % w.heads;
-      float* out = dst + i * head_floats;
-      if (w.past_rows > 0) {
-        std::memcpy(out, w.past + i * w.past_rows * w.head_size,
-                    static_cast<size_t>(w.past_rows * w.head_size) * sizeof(float));
+      char* out = static_cast<char*>(dst) + static_cast<size_t>(i * head_elems) * esize;
+      const size_t past_bytes = static_cast<size_t>(w.past_rows * w.head_size) * esize;
+      if (w.past_rows > 0) std::memcpy(out, static_cast<const char*>(w.past) + i * past_bytes, past_bytes);
+      const float* bias = w.bias ? w.bias + n * w.head_size : nullptr;
+      if (stage.is_f32()) {
+        copy_rows(w.src.at(b, n, 0), w.src.row_stride, bias, w.rows, w.head_size,
+                  reinterpret_cast<float*>(out + past_bytes));
+      } else {
+        narrow_rows(stage, w.src.at(b, n, 0), w.src.row_stride, bias, w.rows, w.head_size,
+                    reinterpret_cast<uint16_t*>(out + past_bytes));
+        stage.widen(out, view + i * head_elems, head_elems);
       }
-      copy_rows(w.src.at(b, n, 0), w.src.row_stride, w.bias ? w.bias + n * w.head_size : nullptr, w.rows,
-                w.head_size, out + w.past_rows * w.head_size);
     }
   });
+  return bnsh_layout(stage.is_f32() ? static_cast<const float*>(dst) : view, w.heads, total, w.head_size);
+}
+
+HeadLayout key_value_cache(KernelContext& ctx, const FloatStage& stage, const CacheSlots& at, CacheWrite w) {
+  if (!ctx.has_output(at.present) && w.past_rows == 0 && w.bias == nullptr) return w.src;
+  const int64_t count = w.batch * w.heads * (w.past_rows + w.rows) * w.head_size;
+  void* dst = ctx.has_output(at.present) ? ctx.output(at.present).data() : scratch_floats(at.cache, count);
+  float* view = stage.is_f32() ? nullptr : scratch_floats(at.view, count);
+  w.past = w.past_rows > 0 ? ctx.input(at.past).data() : nullptr;
+  return write_cache(w, stage, dst, view);
 }
 
 ScoreBias mask_scores(MaskForm form, const int32_t* mask, int64_t batch, int64_t seq, int64_t total,

@@ -12,6 +12,9 @@
 // scores are all -inf outputs zeros. softmax_precision is accepted and
 // ignored: the softmax always runs in f32. qk_matmul_output_mode 0-3 writes the
 // scores after scaling, softcap, mask, or softmax (ONNX Runtime's stages).
+// float32 or float16 (Q, K, V, past and a float attn_mask alike; ONNX Runtime
+// 1.30's CPU kernel has no bfloat16): float16 runs the f32 core through
+// FloatStage (attention_layout.h), output 3 included.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -153,32 +156,34 @@ HeadLayout input_layout(const float* data, const Geometry& g, int64_t heads, int
 }
 
 // attn_mask as additive scores (bool: false -> -inf), strides 0 on broadcast dims.
-ScoreBias mask_bias(const Tensor& m, const Geometry& g) {
+ScoreBias mask_bias(const Tensor& m, const Geometry& g, const FloatStage& stage) {
   const int64_t* d = g.mask_dims;
-  const float* data = m.data_as<float>();
+  const float* data = nullptr;
   if (m.dtype() == DType::kBool) {
     float* f = scratch_floats(ScratchSlot::kMask, m.numel());
     const bool* b = m.data_as<bool>();
     for (int64_t i = 0; i < m.numel(); ++i) f[i] = b[i] ? 0.0f : -std::numeric_limits<float>::infinity();
     data = f;
+  } else {
+    data = stage.input(m, ScratchSlot::kInScores);
   }
   return {data, d[0] == 1 ? 0 : d[1] * d[2] * d[3], d[1] == 1 ? 0 : d[2] * d[3], d[2] == 1 ? 0 : d[3]};
 }
 
 class AttentionOnnxKernel final : public OpKernel {
  public:
-  explicit AttentionOnnxKernel(Attrs attrs) : at_(attrs), gemm_(&sgemm::sgemm_table()) {}
+  AttentionOnnxKernel(Attrs attrs, DType dtype) : at_(attrs), stage_(dtype), gemm_(&sgemm::sgemm_table()) {}
 
   Status infer(KernelContext& ctx) const override {
     EMBER_ASSIGN_OR_RETURN(Geometry g, geometry(ctx, at_));
     if (g.bnsh) {
-      ctx.set_output(kY, DType::kF32, {g.batch, g.q_heads, g.seq, g.v_head_size});
+      ctx.set_output(kY, stage_.dtype(), {g.batch, g.q_heads, g.seq, g.v_head_size});
     } else {
-      ctx.set_output(kY, DType::kF32, {g.batch, g.seq, g.q_heads * g.v_head_size});
+      ctx.set_output(kY, stage_.dtype(), {g.batch, g.seq, g.q_heads * g.v_head_size});
     }
-    ctx.set_output(kPresentKey, DType::kF32, {g.batch, g.kv_heads, g.total, g.head_size});
-    ctx.set_output(kPresentValue, DType::kF32, {g.batch, g.kv_heads, g.total, g.v_head_size});
-    ctx.set_output(kQk, DType::kF32, {g.batch, g.q_heads, g.seq, g.total});
+    ctx.set_output(kPresentKey, stage_.dtype(), {g.batch, g.kv_heads, g.total, g.head_size});
+    ctx.set_output(kPresentValue, stage_.dtype(), {g.batch, g.kv_heads, g.total, g.v_head_size});
+    ctx.set_output(kQk, stage_.dtype(), {g.batch, g.q_heads, g.seq, g.total});
     return Status::ok();
   }
 
@@ -194,30 +199,36 @@ class AttentionOnnxKernel final : public OpKernel {
     p.kv_heads = g.kv_heads;
     p.seq = g.seq;
     p.total = g.total;
-    p.q = input_layout(ctx.input(kQ).data_as<float>(), g, g.q_heads, g.seq, g.head_size);
-    p.k = key_value_rows(ctx, g, kK, kPastKey, kPresentKey, g.head_size, ScratchSlot::kKey);
-    p.v = key_value_rows(ctx, g, kV, kPastValue, kPresentValue, g.v_head_size, ScratchSlot::kValue);
-    p.out = ctx.output(kY).data_as<float>();
+    p.q = input_layout(stage_.input(ctx.input(kQ), ScratchSlot::kInQuery), g, g.q_heads, g.seq, g.head_size);
+    p.k = key_value_rows(ctx, g, kK, ScratchSlot::kInKey,
+                         {kPastKey, kPresentKey, ScratchSlot::kKey, ScratchSlot::kKeyView}, g.head_size);
+    p.v = key_value_rows(ctx, g, kV, ScratchSlot::kInValue,
+                         {kPastValue, kPresentValue, ScratchSlot::kValue, ScratchSlot::kValueView}, g.v_head_size);
+    p.out = stage_.output(ctx.output(kY), ScratchSlot::kOutput);
     p.out_head_stride = g.bnsh ? g.seq * g.v_head_size : g.v_head_size;
     p.out_row_stride = g.bnsh ? g.v_head_size : g.q_heads * g.v_head_size;
     p.out_batch_stride = g.q_heads * g.seq * g.v_head_size;
     if (at_.is_causal) p.causal_end = g.past;
-    if (ctx.has_input(kMask)) p.bias = mask_bias(ctx.input(kMask), g);
+    if (ctx.has_input(kMask)) p.bias = mask_bias(ctx.input(kMask), g, stage_);
     run_problem(p);
-    if (ctx.has_output(kQk)) write_scores(p, ctx.output(kQk).data_as<float>());
+    stage_.finish(p.out, ctx.output(kY));
+    if (ctx.has_output(kQk)) {
+      Tensor& qk = ctx.output(kQk);
+      float* scores = stage_.output(qk, ScratchSlot::kScoresOutput);
+      write_scores(p, scores);
+      stage_.finish(scores, qk);
+    }
     return Status::ok();
   }
 
  private:
-  HeadLayout key_value_rows(KernelContext& ctx, const Geometry& g, size_t input, size_t past, size_t present,
-                            int64_t head_size, ScratchSlot slot) const {
-    const HeadLayout src = input_layout(ctx.input(input).data_as<float>(), g, g.kv_heads, g.kv_seq, head_size);
-    if (!ctx.has_output(present) && g.past == 0) return src;
-    float* dst = ctx.has_output(present) ? ctx.output(present).data_as<float>()
-                                         : scratch_floats(slot, g.batch * g.kv_heads * g.total * head_size);
-    const float* past_data = g.past > 0 ? ctx.input(past).data_as<float>() : nullptr;
-    write_cache({g.batch, g.kv_heads, head_size, g.past, g.kv_seq, past_data, src, nullptr}, dst);
-    return bnsh_layout(dst, g.kv_heads, g.total, head_size);
+  // K or V rows as the core reads them (f32): the input itself, or the BNSH
+  // cache (past rows, then the new rows).
+  HeadLayout key_value_rows(KernelContext& ctx, const Geometry& g, size_t input, ScratchSlot staged,
+                            const CacheSlots& cache, int64_t head_size) const {
+    const HeadLayout src = input_layout(stage_.input(ctx.input(input), staged), g, g.kv_heads, g.kv_seq, head_size);
+    return key_value_cache(ctx, stage_, cache,
+                           {g.batch, g.kv_heads, head_size, g.past, g.kv_seq, nullptr, src, nullptr});
   }
 
   // The optional 4th output [B, qN, S, T] at stage qk_matmul_output_mode.
@@ -274,6 +285,7 @@ class AttentionOnnxKernel final : public OpKernel {
   }
 
   Attrs at_;
+  FloatStage stage_;
   const sgemm::SgemmTable* gemm_;
 };
 
@@ -301,19 +313,15 @@ Result<Attrs> read_attrs(const ir::Node& node) {
 Result<std::unique_ptr<OpKernel>> create_attention_onnx(const KernelInit& init) {
   EMBER_RETURN_IF_ERROR(require_inputs(init, 3));
   EMBER_ASSIGN_OR_RETURN(Attrs at, read_attrs(init.node));
-  if (input_dtype(init, kQ) != DType::kF32) {
-    return not_implemented("node '{}': input 'Q' is {}; Attention is implemented for float32", init.node.name,
-                           dtype_name(input_dtype(init, kQ)));
-  }
-  constexpr std::pair<size_t, const char*> kFloatInputs[] = {
-      {kK, "K"}, {kV, "V"}, {kPastKey, "past_key"}, {kPastValue, "past_value"}};
-  for (const auto& [i, name] : kFloatInputs) EMBER_RETURN_IF_ERROR(check_input_dtype(init, i, name, DType::kF32));
+  EMBER_ASSIGN_OR_RETURN(const DType dtype,
+                         check_float_inputs(init, "Attention", kQ, "Q",
+                                            {{kK, "K"}, {kV, "V"}, {kPastKey, "past_key"}, {kPastValue, "past_value"}}));
   const DType m = input_dtype(init, kMask);
-  if (m != DType::kUndefined && m != DType::kF32 && m != DType::kBool) {
-    return invalid_argument("node '{}': input 'attn_mask' is {}; it must be bool or the dtype of Q (float32)",
-                            init.node.name, dtype_name(m));
+  if (m != DType::kUndefined && m != dtype && m != DType::kBool) {
+    return invalid_argument("node '{}': input 'attn_mask' is {}; it must be bool or the dtype of Q ({})",
+                            init.node.name, dtype_name(m), dtype_name(dtype));
   }
-  return std::unique_ptr<OpKernel>(std::make_unique<AttentionOnnxKernel>(at));
+  return std::unique_ptr<OpKernel>(std::make_unique<AttentionOnnxKernel>(at, dtype));
 }
 
 }  // namespace ember::kernels::attention

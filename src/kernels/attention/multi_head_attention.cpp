@@ -15,6 +15,8 @@
 // Rejected as ONNX Runtime's CPU kernel rejects them: packed QKV (query
 // [B, S, N, 3, H] or no key) and packed KV (key [B, L, N, 2, H]); also the
 // decoder-masked extras (past_sequence_length, cache_indirection, the QK output).
+// float32 or float16 (all float inputs alike; ONNX Runtime 1.30 has no bfloat16
+// CPU kernel): float16 runs the f32 core through FloatStage (attention_layout.h).
 #include <cmath>
 #include <cstring>
 
@@ -181,34 +183,29 @@ Result<Geometry> geometry(const KernelContext& ctx, const MhaAttrs& at) {
   return g;
 }
 
-// K or V rows as the core reads them: the input itself when it can be, else a
-// BNSH cache (past rows, then new rows plus bias) in the present output or scratch.
-HeadLayout key_value_rows(KernelContext& ctx, const Geometry& g, size_t input, size_t past, size_t present,
-                          int64_t head_size, const float* bias, ScratchSlot slot) {
+// K or V rows as the core reads them (f32): the input itself when it can be,
+// else a BNSH cache (past rows, then new rows plus bias).
+HeadLayout key_value_rows(KernelContext& ctx, const FloatStage& stage, const Geometry& g, size_t input,
+                          ScratchSlot staged, const CacheSlots& cache, int64_t head_size, const float* bias) {
   const Tensor& x = ctx.input(input);
-  const float* data = x.data_as<float>();
+  const float* data = stage.input(x, staged);
   if (g.kv_bnsh) {
-    if (ctx.has_output(present)) std::memcpy(ctx.output(present).data(), data, x.nbytes());
+    if (ctx.has_output(cache.present)) std::memcpy(ctx.output(cache.present).data(), x.data(), x.nbytes());
     return bnsh_layout(data, g.heads, g.kv_seq, head_size);
   }
   const HeadLayout src = bsd_layout(data, g.kv_seq, head_size, g.heads * head_size);
-  if (!ctx.has_output(present) && g.past == 0 && bias == nullptr) return src;
-  float* dst = ctx.has_output(present) ? ctx.output(present).data_as<float>()
-                                       : scratch_floats(slot, g.batch * g.heads * g.total * head_size);
-  const float* past_data = g.past > 0 ? ctx.input(past).data_as<float>() : nullptr;
-  write_cache({g.batch, g.heads, head_size, g.past, g.kv_seq, past_data, src, bias}, dst);
-  return bnsh_layout(dst, g.heads, g.total, head_size);
+  return key_value_cache(ctx, stage, cache, {g.batch, g.heads, head_size, g.past, g.kv_seq, nullptr, src, bias});
 }
 
 class MultiHeadAttentionKernel final : public OpKernel {
  public:
-  explicit MultiHeadAttentionKernel(MhaAttrs attrs) : at_(attrs) {}
+  MultiHeadAttentionKernel(MhaAttrs attrs, DType dtype) : at_(attrs), stage_(dtype) {}
 
   Status infer(KernelContext& ctx) const override {
     EMBER_ASSIGN_OR_RETURN(Geometry g, geometry(ctx, at_));
-    ctx.set_output(0, DType::kF32, {g.batch, g.seq, g.heads * g.v_head_size});
-    ctx.set_output(1, DType::kF32, {g.batch, g.heads, g.total, g.head_size});
-    ctx.set_output(2, DType::kF32, {g.batch, g.heads, g.total, g.v_head_size});
+    ctx.set_output(0, stage_.dtype(), {g.batch, g.seq, g.heads * g.v_head_size});
+    ctx.set_output(1, stage_.dtype(), {g.batch, g.heads, g.total, g.head_size});
+    ctx.set_output(2, stage_.dtype(), {g.batch, g.heads, g.total, g.v_head_size});
     if (ctx.has_output(3)) return not_implemented("output 3 (the QK scores) is not implemented");
     return Status::ok();
   }
@@ -216,7 +213,7 @@ class MultiHeadAttentionKernel final : public OpKernel {
   Status run(KernelContext& ctx) const override {
     EMBER_ASSIGN_OR_RETURN(Geometry g, geometry(ctx, at_));
     const int64_t hidden = g.heads * g.head_size;
-    const float* bias = ctx.has_input(kBias) ? ctx.input(kBias).data_as<float>() : nullptr;
+    const float* bias = ctx.has_input(kBias) ? stage_.input(ctx.input(kBias), ScratchSlot::kInBias) : nullptr;
     AttentionProblem p;
     p.spec.head_size = g.head_size;
     p.spec.v_head_size = g.v_head_size;
@@ -225,16 +222,19 @@ class MultiHeadAttentionKernel final : public OpKernel {
     p.q_heads = p.kv_heads = g.heads;
     p.seq = g.seq;
     p.total = g.total;
-    p.q = bsd_layout(ctx.input(kQuery).data_as<float>(), g.seq, g.head_size, hidden);
+    p.q = bsd_layout(stage_.input(ctx.input(kQuery), ScratchSlot::kInQuery), g.seq, g.head_size, hidden);
     if (bias) {
       float* q = scratch_floats(ScratchSlot::kQuery, g.batch * g.seq * hidden);
-      write_cache({g.batch, g.heads, g.head_size, 0, g.seq, nullptr, p.q, bias}, q);
-      p.q = bnsh_layout(q, g.heads, g.seq, g.head_size);
+      p.q = write_cache({g.batch, g.heads, g.head_size, 0, g.seq, nullptr, p.q, bias}, FloatStage(DType::kF32), q,
+                        nullptr);
     }
-    p.k = key_value_rows(ctx, g, kKey, kPastKey, 1, g.head_size, bias ? bias + hidden : nullptr, ScratchSlot::kKey);
-    p.v = key_value_rows(ctx, g, kValue, kPastValue, 2, g.v_head_size, bias ? bias + 2 * hidden : nullptr,
-                         ScratchSlot::kValue);
-    p.out = ctx.output(0).data_as<float>();
+    p.k = key_value_rows(ctx, stage_, g, kKey, ScratchSlot::kInKey,
+                         {kPastKey, 1, ScratchSlot::kKey, ScratchSlot::kKeyView}, g.head_size,
+                         bias ? bias + hidden : nullptr);
+    p.v = key_value_rows(ctx, stage_, g, kValue, ScratchSlot::kInValue,
+                         {kPastValue, 2, ScratchSlot::kValue, ScratchSlot::kValueView}, g.v_head_size,
+                         bias ? bias + 2 * hidden : nullptr);
+    p.out = stage_.output(ctx.output(0), ScratchSlot::kOutput);
     p.out_head_stride = g.v_head_size;
     p.out_row_stride = g.heads * g.v_head_size;
     p.out_batch_stride = g.seq * p.out_row_stride;
@@ -247,16 +247,19 @@ class MultiHeadAttentionKernel final : public OpKernel {
     if (ctx.has_input(kAttentionBias)) {
       const Tensor& ab = ctx.input(kAttentionBias);
       p.bias = attention_bias_scores(ab);
+      p.bias.data = stage_.input(ab, ScratchSlot::kInScores);
       if (mask.data) p.bias = combine_scores(p.bias, ab.dim(1), mask, g.batch, g.seq, g.total);
     } else {
       p.bias = mask;
     }
     run_problem(p);
+    stage_.finish(p.out, ctx.output(0));
     return Status::ok();
   }
 
  private:
   MhaAttrs at_;
+  FloatStage stage_;
 };
 
 }  // namespace
@@ -275,20 +278,16 @@ Result<std::unique_ptr<OpKernel>> create_multi_head_attention(const KernelInit& 
     return invalid_argument("node '{}': unidirectional={} must be 0 or 1", init.node.name, unidirectional);
   }
   at.unidirectional = unidirectional == 1;
-  const DType t = input_dtype(init, kQuery);
-  if (t != DType::kF32) {
-    return not_implemented("node '{}': input 'query' is {}; MultiHeadAttention is implemented for float32",
-                           init.node.name, dtype_name(t));
-  }
-  constexpr std::pair<size_t, const char*> kFloatInputs[] = {{kKey, "key"},
-                                                             {kValue, "value"},
-                                                             {kBias, "bias"},
-                                                             {kAttentionBias, "attention_bias"},
-                                                             {kPastKey, "past_key"},
-                                                             {kPastValue, "past_value"}};
-  for (const auto& [i, name] : kFloatInputs) EMBER_RETURN_IF_ERROR(check_input_dtype(init, i, name, DType::kF32));
+  EMBER_ASSIGN_OR_RETURN(const DType dtype,
+                         check_float_inputs(init, "MultiHeadAttention", kQuery, "query",
+                                            {{kKey, "key"},
+                                             {kValue, "value"},
+                                             {kBias, "bias"},
+                                             {kAttentionBias, "attention_bias"},
+                                             {kPastKey, "past_key"},
+                                             {kPastValue, "past_value"}}));
   EMBER_RETURN_IF_ERROR(check_input_dtype(init, kKeyPaddingMask, "key_padding_mask", DType::kI32));
-  return std::unique_ptr<OpKernel>(std::make_unique<MultiHeadAttentionKernel>(at));
+  return std::unique_ptr<OpKernel>(std::make_unique<MultiHeadAttentionKernel>(at, dtype));
 }
 
 }  // namespace ember::kernels::attention
