@@ -177,19 +177,9 @@ class AttentionContribKernel final : public OpKernel {
     p.out_row_stride = g.v_hidden;
     p.out_batch_stride = g.seq * g.v_hidden;
     if (at_.unidirectional && g.seq > 1) p.causal_end = g.past;
-    ScoreBias mask;
-    if (g.mask != MaskForm::kNone) {
-      mask = mask_scores(g.mask, ctx.input(kMaskIndex).data_as<int32_t>(), g.batch, g.seq, g.total,
-                         at_.mask_filter_value);
-    }
-    if (ctx.has_input(kAttentionBias)) {
-      const Tensor& ab = ctx.input(kAttentionBias);
-      p.bias = attention_bias_scores(ab);
-      p.bias.data = stage_.input(ab, ScratchSlot::kInScores);
-      if (mask.data) p.bias = combine_scores(p.bias, ab.dim(1), mask, g.batch, g.seq, g.total);
-    } else {
-      p.bias = mask;
-    }
+    p.bias = padding_and_bias_scores(g.mask, ctx.has_input(kMaskIndex) ? &ctx.input(kMaskIndex) : nullptr,
+                                     ctx.has_input(kAttentionBias) ? &ctx.input(kAttentionBias) : nullptr, stage_,
+                                     g.batch, g.seq, g.total, at_.mask_filter_value);
     run_problem(p);
     stage_.finish(p.out, ctx.output(0));
     return Status::ok();

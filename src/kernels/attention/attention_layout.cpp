@@ -197,6 +197,17 @@ ScoreBias combine_scores(const ScoreBias& bias, int64_t bias_heads, const ScoreB
   return {out, bias_heads * seq * total, bias_heads == 1 ? 0 : seq * total, total};
 }
 
+ScoreBias padding_and_bias_scores(MaskForm form, const Tensor* mask, const Tensor* attention_bias,
+                                  const FloatStage& stage, int64_t batch, int64_t seq, int64_t total,
+                                  float filter_value) {
+  ScoreBias padding;
+  if (form != MaskForm::kNone) padding = mask_scores(form, mask->data_as<int32_t>(), batch, seq, total, filter_value);
+  if (!attention_bias) return padding;
+  ScoreBias bias = attention_bias_scores(*attention_bias);
+  bias.data = stage.input(*attention_bias, ScratchSlot::kInScores);
+  return padding.data ? combine_scores(bias, attention_bias->dim(1), padding, batch, seq, total) : bias;
+}
+
 void run_problem(const AttentionProblem& p) {
   const int64_t group = p.q_heads / p.kv_heads;
   attend(p.spec, p.batch * p.kv_heads, [&](int64_t i) {

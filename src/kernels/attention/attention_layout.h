@@ -149,6 +149,13 @@ ScoreBias attention_bias_scores(const Tensor& bias);
 ScoreBias combine_scores(const ScoreBias& bias, int64_t bias_heads, const ScoreBias& mask, int64_t batch,
                          int64_t seq, int64_t total);
 
+// The additive scores of MultiHeadAttention and contrib Attention: the padding
+// mask `mask` (in `form`, as mask_filter_value scores), attention_bias, both
+// (combined), or neither (empty).
+ScoreBias padding_and_bias_scores(MaskForm form, const Tensor* mask, const Tensor* attention_bias,
+                                  const FloatStage& stage, int64_t batch, int64_t seq, int64_t total,
+                                  float filter_value);
+
 // The whole call: B x kv_heads slices of q_heads / kv_heads query heads each.
 struct AttentionProblem {
   AttentionSpec spec;
