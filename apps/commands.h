@@ -13,5 +13,6 @@ Command add_test_onnx(CLI::App& app);
 Command add_run(CLI::App& app);
 Command add_perf(CLI::App& app);
 Command add_info(CLI::App& app);
+Command add_chat_template(CLI::App& app);
 
 }  // namespace ember::cli

@@ -1,0 +1,116 @@
+#pragma once
+// The values a Jinja template computes with, following Python's semantics as
+// jinja2 exposes them: none/undefined, bool, int, float, str, list, dict
+// (insertion-ordered), callables (filters' targets, macros, methods) and
+// namespace() objects. Lists, dicts and namespaces are shared by reference, as
+// Python objects are.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace ember::genai::jinja {
+
+// Raised while parsing or rendering; Template turns it into a Status naming the
+// template line and column.
+class Error : public std::runtime_error {
+ public:
+  Error(const std::string& message, int line = 0, int column = 0)
+      : std::runtime_error(message), line(line), column(column) {}
+  int line;
+  int column;
+};
+
+class Value;
+using List = std::vector<Value>;
+using Dict = std::vector<std::pair<std::string, Value>>;
+
+struct Args {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keyword;
+  // The keyword argument `name`, else positional argument `index`, else null.
+  const Value* get(size_t index, const char* name) const;
+};
+using Function = std::function<Value(const Args&)>;
+
+class Value {
+ public:
+  enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kFunction, kNamespace };
+
+  Value() = default;
+  static Value none();
+  Value(bool b);
+  Value(int64_t i);
+  Value(int i) : Value(static_cast<int64_t>(i)) {}
+  Value(double f);
+  Value(std::string s);
+  Value(const char* s) : Value(std::string(s)) {}
+  Value(List list);
+  Value(Dict dict);
+  Value(Function fn);
+  static Value make_namespace(Dict attrs);
+  static Value from_json(const nlohmann::ordered_json& j);
+
+  Kind kind() const { return kind_; }
+  bool is_undefined() const { return kind_ == Kind::kUndefined; }
+  bool is_none() const { return kind_ == Kind::kNone; }
+  bool is_bool() const { return kind_ == Kind::kBool; }
+  bool is_int() const { return kind_ == Kind::kInt; }
+  bool is_float() const { return kind_ == Kind::kFloat; }
+  bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool; }
+  bool is_string() const { return kind_ == Kind::kString; }
+  bool is_list() const { return kind_ == Kind::kList; }
+  bool is_dict() const { return kind_ == Kind::kDict; }
+  bool is_function() const { return kind_ == Kind::kFunction; }
+  bool is_namespace() const { return kind_ == Kind::kNamespace; }
+
+  bool as_bool() const { return b_; }
+  int64_t as_int() const { return kind_ == Kind::kFloat ? static_cast<int64_t>(f_) : (kind_ == Kind::kBool ? b_ : i_); }
+  double as_float() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(as_int()); }
+  const std::string& str() const { return *s_; }
+  List& list() const { return *list_; }
+  Dict& dict() const { return *dict_; }
+  const Function& function() const { return *fn_; }
+
+  // Dict and namespace lookup; nullptr when absent.
+  const Value* find(const std::string& key) const;
+  void set(const std::string& key, Value v) const;
+
+  bool truthy() const;
+  // Python's str() and repr() of the value.
+  std::string to_string() const;
+  std::string repr() const;
+  // json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=...) with
+  // Python's default separators (", " and ": "; "," when indented).
+  std::string to_json(int indent, bool sort_keys) const;
+  const char* type_name() const;
+  // Python ==: 1 == 1.0 == True, lists and dicts deep.
+  bool equals(const Value& other) const;
+  // Python <, for numbers, strings and lists; throws Error otherwise.
+  bool less(const Value& other) const;
+  // Items as a Python `for` sees them: list elements, dict keys, string characters.
+  List iterate() const;
+  int64_t length() const;
+
+ private:
+  Kind kind_ = Kind::kUndefined;
+  bool b_ = false;
+  int64_t i_ = 0;
+  double f_ = 0;
+  std::shared_ptr<const std::string> s_;
+  std::shared_ptr<List> list_;
+  std::shared_ptr<Dict> dict_;
+  std::shared_ptr<const Function> fn_;
+};
+
+// Python's repr(float): shortest round-trip digits, exponent form outside [1e-4, 1e16).
+std::string format_float(double f);
+// Splits UTF-8 text into code points (each as its own string).
+std::vector<std::string> utf8_chars(const std::string& s);
+
+}  // namespace ember::genai::jinja

@@ -1,0 +1,71 @@
+// Each construct rendered by Ember vs the string python jinja2 3.1 printed for it (with
+// trim_blocks, lstrip_blocks and Hugging Face's tojson), pasted as literals.
+#include <gtest/gtest.h>
+
+#include "genai/jinja/template.h"
+
+namespace ember::genai::jinja {
+namespace {
+
+std::string render(const std::string& source) {
+  auto t = Template::parse(source);
+  if (!t.is_ok()) return "PARSE ERROR: " + t.status().to_string();
+  auto r = t->render({});
+  return r.is_ok() ? *r : "RENDER ERROR: " + r.status().to_string();
+}
+
+std::string error_of(const std::string& source) {
+  auto t = Template::parse(source);
+  if (!t.is_ok()) return t.status().message();
+  auto r = t->render({});
+  return r.is_ok() ? "" : r.status().message();
+}
+
+TEST(Jinja, ConstructsMatchJinja2) {
+  EXPECT_EQ(render("{% for x in [1,2,3] if x != 2 %}{{ loop.index }}/{{ loop.length }}:{{ x }}{% if not loop.last %},{% endif %}{% else %}none{% endfor %}"),
+            "1/2:1,2/2:3");
+  EXPECT_EQ(render("{% for k, v in {'a': 1, 'b': [2, 'x']}.items() %}{{ k }}={{ v }};{% endfor %}"),
+            "a=1;b=[2, 'x'];");
+  EXPECT_EQ(render("{% set ns = namespace(n=0) %}{% for i in range(5) %}{% if i == 3 %}{% break %}{% endif %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}"),
+            "3");
+  EXPECT_EQ(render("{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}{{ greet('Ann') }} {{ greet('Bo', punct='?') }}"),
+            "Hi Ann! Hi Bo?");
+  EXPECT_EQ(render("{{ 'a,b,,c'.split(',') }} {{ '  x y  '.strip() }}|{{ 'xxhixx'.strip('x') }} {{ 'abc'[::-1] }} {{ [1,2,3,4][1:3] }}"),
+            "['a', 'b', '', 'c'] x y|hi cba [2, 3]");
+  EXPECT_EQ(render("{{ 7 // 2 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 2 ** 10 }} {{ 1 ~ 'a' ~ none }} {{ 0.1 + 0.2 }} {{ 1e20 }}"),
+            "3 2 3.5 1024 1aNone 0.30000000000000004 1e+20");
+  EXPECT_EQ(render("{{ {'b': 'é', 'a': [1, 2.5, none, true]} | tojson }} {{ {'k': [1]} | tojson(indent=2) }}"),
+            "{\"b\": \"é\", \"a\": [1, 2.5, null, true]} {\n  \"k\": [\n    1\n  ]\n}");
+  EXPECT_EQ(render("{{ x | default('d') }} {{ '' | default('e', true) }} {{ [3,1,2] | sort | join('-') }} {{ ['a','B','b'] | unique | list }}"),
+            "d e 1-2-3 ['a', 'B']");
+  EXPECT_EQ(render("{{ [{'n': 'a', 'on': true}, {'n': 'b', 'on': false}] | selectattr('on') | map(attribute='n') | list }} {{ [1,2,3,4] | select('even') | list }} {{ [1,none] | reject('none') | list }}"),
+            "['a'] [2, 4] [1]");
+  EXPECT_EQ(render("{{ 'hello world' | title }} {{ 'hELLO' | capitalize }} {{ 'ab' | upper }} {{ 'a\nb' | indent(2, first=true) }} {{ 3 is odd }} {{ 'x' is string }} {{ {} is mapping }} {{ y is defined }}"),
+            "Hello World Hello AB   a\n  b True True True False");
+  EXPECT_EQ(render("{%- if true -%}\n  A  \n{%- endif %}\n  {% if true %}\n    B\n  {% endif %}\n{# c #}\nC {{ 'x' }}\n"),
+            "A    B\nC x");
+  EXPECT_EQ(render("{% set t %}  inner {{ 1 + 1 }} {% endset %}[{{ t | trim }}]{% filter upper %}up{% endfilter %}"),
+            "[inner 2]UP");
+  EXPECT_EQ(render("{{ 'yes' if 3 in [1,2,3] else 'no' }} {{ 'b' not in 'abc' }} {{ [1,2] == [1,2] }} {{ 1 == 1.0 }} {{ none is none }} {{ 'x' ~ (1 if false) ~ 'y' }}"),
+            "yes False True True True xy");
+  EXPECT_EQ(render("{% set d = {'b': 2, 'a': 1} %}{{ '{}-{name}'.format(1, name='n') }} {{ d.get('a') }} {{ d.get('z', 0) }} {{ d.keys() | list }} {% for k, v in d | dictsort %}{{ k }}{{ v }}{% endfor %} {{ d | length }}"),
+            "1-n 1 0 ['b', 'a'] a1b2 2");
+}
+
+TEST(Jinja, ErrorsNameLineAndColumn) {
+  EXPECT_EQ(error_of("a\n{{ x | nosuch }}"), "template line 2, column 8: No filter named 'nosuch'.");
+  EXPECT_EQ(error_of("{% if true %}open"), "template line 1, column 18: unexpected end of template: expected 'endif' to close the block");
+  EXPECT_EQ(error_of("x\n  {{ raise_exception('bad role') }}"), "template line 2, column 21: bad role");
+  EXPECT_EQ(error_of("{{ 'a' "), "template line 1, column 1: unexpected end of template: unterminated '{{' expression");
+  EXPECT_EQ(error_of("{{ x.y }}"), "template line 1, column 5: cannot read attribute 'y' of an undefined value");
+}
+
+TEST(Jinja, StrftimeNowUsesTheGivenClock) {
+  auto t = Template::parse("{{ strftime_now('%d %b %Y') }}");
+  RenderOptions options;
+  options.strftime_now = [](const std::string& f) { return f == "%d %b %Y" ? std::string("26 Jul 2024") : f; };
+  EXPECT_EQ(*t->render({}, options), "26 Jul 2024");
+}
+
+}  // namespace
+}  // namespace ember::genai::jinja
