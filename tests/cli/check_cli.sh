@@ -24,7 +24,7 @@ expect_error() {
   fi
 }
 
-for cmd in "" test-onnx run perf info; do
+for cmd in "" test-onnx run perf info tokenize chat-template; do
   if "$ember" $cmd --help >"$tmp/help" 2>&1 && grep -q "Usage" "$tmp/help"; then pass "help $cmd"; else fail "help $cmd"; fi
 done
 
@@ -70,6 +70,28 @@ python3 -c "import numpy as np; np.save('$tmp/wrong.npy', np.zeros((4, 63), np.f
 expect_error "wrong dimension" "input 'x' dimension 1 must be 64" "$ember" run "$demo/model.onnx" --input "x=$tmp/wrong.npy"
 expect_error "wrong dtype" "input 'x' must be float32, got int32" "$ember" run "$demo/model.onnx" --input "x=$tmp/int.npy"
 expect_error "bad --dim" "not a non-negative integer" "$ember" perf "$demo/model.onnx" --dim batch=abc
+
+# tokenize: ids from Hugging Face tokenizers 0.23 for the same text (tests/unit/tokenizer_test.cpp checks the rest).
+tok="$root/third_party/tokenizers"
+expect_output() {
+  local name="$1" want="$2"; shift 2
+  local got
+  got="$("$@" 2>&1)"
+  if [ "$got" = "$want" ]; then pass "$name"; else fail "$name: got '$got', want '$want'"; fi
+}
+expect_output "tokenize llama3" '{"ids":[9906,11,1917,0]}' "$ember" tokenize "$tok/llama3" --text "Hello, world!"
+expect_output "tokenize gemma3 with bos" '{"ids":[2,9259]}' "$ember" tokenize "$tok/gemma3" --text "Hello" --add-special
+expect_output "detokenize llama3" '{"text":"Hello, world"}' "$ember" tokenize "$tok/llama3" --decode 128000,9906,11,1917 --skip-special
+expect_error "tokenize bad ids" "." "$ember" tokenize "$tok/llama3" --decode 1,x
+expect_error "tokenize missing folder" "no_such" "$ember" tokenize "$tmp/no_such" --text hi
+echo '[{"role": "user", "content": "Hi"}]' >"$tmp/messages.json"
+if "$ember" chat-template "$tok/qwen3" --messages "$tmp/messages.json" --add-generation-prompt >"$tmp/chat" 2>&1 &&
+   grep -q "<|im_start|>user" "$tmp/chat" && grep -q "<|im_start|>assistant" "$tmp/chat"; then
+  pass "chat-template qwen3"
+else
+  fail "chat-template qwen3: $(cat "$tmp/chat")"
+fi
+expect_error "chat-template without a template" "chat_template" "$ember" chat-template "$tok/llama2" --messages "$tmp/messages.json"
 
 echo "$failures failed"
 [ "$failures" -eq 0 ]

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Expected token ids from Hugging Face `tokenizers` (the oracle of tests/unit/tokenizer_test.cpp).
+
+usage: tokenizer_reference.py TOKENIZERS_DIR CORPUS.json OUT.json [VARIANTS_DIR]
+
+For every tokenizer folder NAME under TOKENIZERS_DIR and every corpus string it
+records encode(text, add_special_tokens=False/True) and decode(ids, skip_special_tokens
+=False/True) of the add_special=True ids, as {NAME: [{text, ids, ids_special,
+decoded, decoded_skip}, ...]}.
+With VARIANTS_DIR it also writes VARIANTS_DIR/llama2_metaspace/tokenizer.json (Llama-2's
+vocab with the Metaspace pre-tokenizer and decoder that Mistral/Llama-2 exports use in
+place of the Prepend/Replace normalizers) and records it too.
+"""
+import json
+import os
+import sys
+
+from tokenizers import Tokenizer
+
+
+def metaspace_variant(root, variants):
+    spec = json.load(open(os.path.join(root, "llama2", "tokenizer.json"), encoding="utf-8"))
+    spec["normalizer"] = None
+    spec["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True}
+    spec["decoder"] = {"type": "Sequence", "decoders": [
+        {"type": "ByteFallback"},
+        {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True}]}
+    os.makedirs(os.path.join(variants, "llama2_metaspace"), exist_ok=True)
+    path = os.path.join(variants, "llama2_metaspace", "tokenizer.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(spec, f, ensure_ascii=False)
+    return path
+
+
+def main():
+    root, corpus_path, out_path = sys.argv[1:4]
+    corpus = json.load(open(corpus_path, encoding="utf-8"))
+    paths = {name: os.path.join(root, name, "tokenizer.json") for name in sorted(os.listdir(root))}
+    if len(sys.argv) > 4:
+        paths["llama2_metaspace"] = metaspace_variant(root, sys.argv[4])
+    result = {}
+    for name, path in paths.items():
+        if not os.path.isfile(path):
+            continue
+        tok = Tokenizer.from_file(path)
+        rows = []
+        for text in corpus:
+            ids = tok.encode(text, add_special_tokens=False).ids
+            ids_special = tok.encode(text, add_special_tokens=True).ids
+            rows.append({
+                "text": text,
+                "ids": ids,
+                "ids_special": ids_special,
+                "decoded": tok.decode(ids_special, skip_special_tokens=False),
+                "decoded_skip": tok.decode(ids_special, skip_special_tokens=True),
+            })
+        result[name] = rows
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(result, f, ensure_ascii=False)
+
+
+if __name__ == "__main__":
+    main()
