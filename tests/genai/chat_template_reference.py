@@ -141,8 +141,12 @@ def main():
                 except Exception as e:  # the template refuses the conversation (e.g. roles must alternate)
                     case["error"] = f"{type(e).__name__}: {e}"
                 cases.append(case)
-    with open(out_path, "w", encoding="utf-8") as f:
+    # ctest runs the test binaries in parallel, each running this script: the file is
+    # replaced whole (rename), so no reader sees another process's half-written one.
+    tmp = f"{out_path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
         json.dump(cases, f, ensure_ascii=False, indent=1)
+    os.replace(tmp, out_path)
 
 
 if __name__ == "__main__":

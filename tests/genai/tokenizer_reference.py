@@ -18,6 +18,15 @@ import sys
 from tokenizers import Tokenizer
 
 
+def write_json_atomically(path, value):
+    """ctest runs the test binaries in parallel, each running this script: a file is
+    replaced whole (rename), so no reader sees another process's half-written one."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(value, f, ensure_ascii=False)
+    os.replace(tmp, path)
+
+
 def metaspace_variant(root, variants):
     spec = json.load(open(os.path.join(root, "llama2", "tokenizer.json"), encoding="utf-8"))
     spec["normalizer"] = None
@@ -27,8 +36,7 @@ def metaspace_variant(root, variants):
         {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True}]}
     os.makedirs(os.path.join(variants, "llama2_metaspace"), exist_ok=True)
     path = os.path.join(variants, "llama2_metaspace", "tokenizer.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(spec, f, ensure_ascii=False)
+    write_json_atomically(path, spec)
     return path
 
 
@@ -55,8 +63,7 @@ def main():
                 "decoded_skip": tok.decode(ids_special, skip_special_tokens=True),
             })
         result[name] = rows
-    with open(out_path, "w", encoding="utf-8") as f:
-        json.dump(result, f, ensure_ascii=False)
+    write_json_atomically(out_path, result)
 
 
 if __name__ == "__main__":
