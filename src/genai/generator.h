@@ -1,0 +1,137 @@
+#pragma once
+// The decode loop over an onnxruntime-genai decoder: prefill, then one token
+// per step, with the KV cache in preallocated buffers. With
+// past_present_share_buffer (GroupQueryAttention models) each layer's K and V
+// live in one [1, kv_heads, max_length, head_size] buffer bound as both past
+// and present, so a step appends in place; other exports (present = past + new,
+// by Concat) alternate between two buffers of that capacity.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/tensor.h"
+#include "genai/genai_config.h"
+#include "genai/sampling.h"
+#include "runtime/session.h"
+
+namespace ember::genai {
+
+struct GeneratorOptions {
+  int num_threads = 0;  // 0: genai_config's intra_op_num_threads, else Ember's default
+  int max_length = 0;   // KV capacity in tokens; 0: search.max_length
+  int max_batch = 1;    // rows generate_batch() may run at once
+};
+
+struct GenerationParams {
+  int max_new_tokens = 128;
+  int min_new_tokens = 0;  // EOS ids cannot be drawn before this many tokens
+  bool stop_on_eos = true;
+  SamplingParams sampling;
+  // Called with each generated token as it is chosen; false stops generation.
+  std::function<bool(int64_t)> on_token;
+};
+
+// The `search` defaults of genai_config.json for a prompt of `prompt_tokens`:
+// max_length and min_length count the prompt, as in onnxruntime-genai; a
+// random_seed of -1 draws a seed from std::random_device.
+GenerationParams params_from_search(const SearchConfig& search, int64_t prompt_tokens);
+
+enum class StopReason { kEos, kMaxNewTokens, kCallback, kContextFull };
+const char* stop_reason_name(StopReason reason);
+
+struct GenerationStats {
+  int64_t prompt_tokens = 0;    // the whole prompt
+  int64_t reused_tokens = 0;    // of it, tokens whose KV was kept from the previous call
+  int64_t generated_tokens = 0;
+  int64_t decode_steps = 0;     // model runs of one token
+  double prefill_s = 0;         // the model run over the new prompt tokens
+  double first_token_s = 0;     // prefill and choosing the first token
+  double decode_s = 0;          // every later step: model run and sampling
+  double prefill_tokens_per_s() const;
+  double decode_tokens_per_s() const;
+};
+
+struct GenerationResult {
+  std::vector<int64_t> tokens;  // generated, the stopping EOS included
+  StopReason stop = StopReason::kMaxNewTokens;
+  GenerationStats stats;
+};
+
+class Generator {
+ public:
+  static Result<std::unique_ptr<Generator>> load(const std::string& model_dir, const GeneratorOptions& options = {});
+  static Result<std::unique_ptr<Generator>> create(GenaiConfig config, const GeneratorOptions& options = {});
+
+  const GenaiConfig& config() const { return config_; }
+  int64_t max_length() const { return capacity_; }
+  bool shares_kv_buffer() const { return shared_; }
+  // The LM head runs on the last position only (see slice_lm_head_input).
+  bool last_position_logits() const { return last_position_logits_; }
+
+  // Generates after `prompt`, the whole conversation so far: the KV cache of
+  // the prefix it shares with the tokens already cached is kept and only the
+  // rest is prefilled.
+  Result<GenerationResult> generate(std::span<const int64_t> prompt, const GenerationParams& params);
+
+  // Generates after each prompt independently, all rows decoding in one
+  // batched run per step; rows may differ in length. Each prompt is
+  // prefilled on its own (batch 1, into its row of the cache), so no row
+  // carries padding; decode steps tell GroupQueryAttention each row's length
+  // through its attention_mask row (ones over the row's tokens, zeros after).
+  // Needs the shared-buffer path. Row r samples with seed + r; on_token is
+  // not called. Clears the single-sequence cache.
+  Result<std::vector<GenerationResult>> generate_batch(std::span<const std::vector<int64_t>> prompts,
+                                                       const GenerationParams& params);
+
+  // Runs `tokens` after the cached ones; last_logits() then holds the logits
+  // of the last of them. On error the cache is as before.
+  Status append(std::span<const int64_t> tokens);
+  // Keeps the KV of the first `length` cached tokens.
+  Status truncate(int64_t length);
+  void reset() { tokens_.clear(); }
+  std::span<const int64_t> cached_tokens() const { return tokens_; }
+  std::span<float> last_logits();
+
+ private:
+  Generator() = default;
+  Status bind_io();
+  void allocate_cache();
+  // One decode step of rows [0, tokens.size()): row r appends tokens[r] after its past[r] tokens.
+  Status decode_rows(std::span<const int64_t> tokens, std::span<const int64_t> past);
+
+  GenaiConfig config_;
+  std::unique_ptr<runtime::Session> session_;
+  int64_t capacity_ = 0;
+  int64_t max_batch_ = 1;
+  int64_t row_ = 0;  // the cache row append() works on
+  bool shared_ = false;
+  bool last_position_logits_ = false;
+  int64_t vocab_ = 0;
+  int64_t kv_heads_ = 0;
+  int64_t head_size_ = 0;
+  DType kv_dtype_ = DType::kF32;
+
+  // Positions in the session's inputs() / outputs(); -1 when absent.
+  int input_ids_at_ = -1, attention_mask_at_ = -1, position_ids_at_ = -1, logits_at_ = -1;
+  std::vector<int> past_at_, present_at_;  // 2 per layer: key, value
+
+  // Shared: one buffer per layer and K/V. Otherwise two of the same capacity
+  // per K/V; `current_` holds the cached past.
+  std::vector<Tensor> cache_[2];
+  int current_ = 0;
+  std::vector<Tensor> past_views_, present_views_;
+  Tensor ids_, mask_, positions_;  // capacity_ elements each
+  Tensor batch_mask_;              // max_batch x capacity
+  Tensor ids_view_, mask_view_, positions_view_, logits_view_;
+  Tensor logits_;  // [vocab], or with the full LM head the longest run's [S, vocab]
+  int64_t last_logits_rows_ = 0;  // rows of logits_ the last run wrote
+  std::vector<const Tensor*> inputs_;
+  std::vector<Tensor*> outputs_;
+  std::vector<int64_t> tokens_;  // whose KV is cached
+};
+
+}  // namespace ember::genai

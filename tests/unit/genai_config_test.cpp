@@ -1,0 +1,174 @@
+// genai_config.json: a config as onnxruntime-genai's model builder writes it
+// (Qwen2.5-0.5B-Instruct's, CPU int4), the eos list form, defaults, and one
+// malformed field at a time, each named in the error.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "genai/genai_config.h"
+#include "genai/generator.h"
+
+namespace ember::genai {
+namespace {
+
+const char* kQwenConfig = R"({
+  "model": {
+    "bos_token_id": 151643,
+    "context_length": 32768,
+    "decoder": {
+      "session_options": {"log_id": "onnxruntime-genai", "intra_op_num_threads": 2, "provider_options": []},
+      "filename": "model.onnx",
+      "head_size": 64,
+      "hidden_size": 896,
+      "inputs": {
+        "input_ids": "input_ids",
+        "attention_mask": "attention_mask",
+        "past_key_names": "past_key_values.%d.key",
+        "past_value_names": "past_key_values.%d.value"
+      },
+      "outputs": {"logits": "logits", "present_key_names": "present.%d.key", "present_value_names": "present.%d.value"},
+      "num_attention_heads": 14,
+      "num_hidden_layers": 24,
+      "num_key_value_heads": 2
+    },
+    "eos_token_id": [151645, 151643],
+    "pad_token_id": 151643,
+    "type": "qwen2",
+    "vocab_size": 151936
+  },
+  "search": {
+    "diversity_penalty": 0.0, "do_sample": true, "early_stopping": true, "length_penalty": 1.0,
+    "max_length": 32768, "min_length": 0, "no_repeat_ngram_size": 0, "num_beams": 1,
+    "num_return_sequences": 1, "past_present_share_buffer": true, "repetition_penalty": 1.1,
+    "temperature": 0.7, "top_k": 20, "top_p": 0.8, "random_seed": 42
+  }
+})";
+
+nlohmann::json qwen() { return nlohmann::json::parse(kQwenConfig); }
+
+TEST(GenaiConfig, ModelBuilderConfig) {
+  auto c = parse_genai_config(kQwenConfig);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->type, "qwen2");
+  EXPECT_EQ(c->bos_token_id, 151643);
+  EXPECT_EQ(c->eos_token_ids, (std::vector<int64_t>{151645, 151643}));
+  EXPECT_TRUE(c->is_eos(151643));
+  EXPECT_FALSE(c->is_eos(0));
+  EXPECT_EQ(c->pad_token_id, 151643);
+  EXPECT_EQ(c->context_length, 32768);
+  EXPECT_EQ(c->vocab_size, 151936);
+  EXPECT_EQ(c->decoder.head_size, 64);
+  EXPECT_EQ(c->decoder.hidden_size, 896);
+  EXPECT_EQ(c->decoder.num_attention_heads, 14);
+  EXPECT_EQ(c->decoder.num_key_value_heads, 2);
+  EXPECT_EQ(c->decoder.num_hidden_layers, 24);
+  EXPECT_EQ(c->decoder.intra_op_num_threads, 2);
+  EXPECT_EQ(layer_name(c->decoder.past_key_names, 7), "past_key_values.7.key");
+  EXPECT_EQ(layer_name(c->decoder.present_value_names, 23), "present.23.value");
+  EXPECT_EQ(c->decoder_path(), "model.onnx");
+  EXPECT_TRUE(c->search.do_sample);
+  EXPECT_TRUE(c->search.past_present_share_buffer);
+  EXPECT_EQ(c->search.max_length, 32768);
+  EXPECT_EQ(c->search.top_k, 20);
+  EXPECT_FLOAT_EQ(c->search.top_p, 0.8f);
+  EXPECT_FLOAT_EQ(c->search.temperature, 0.7f);
+  EXPECT_FLOAT_EQ(c->search.repetition_penalty, 1.1f);
+  EXPECT_EQ(c->search.random_seed, 42);
+}
+
+TEST(GenaiConfig, SingleEosDefaultsAndRenamedInputs) {
+  nlohmann::json j = qwen();
+  j["model"]["eos_token_id"] = 2;
+  j["model"]["decoder"]["inputs"]["position_ids"] = "pos";
+  j["model"]["decoder"]["outputs"]["logits"] = "scores";
+  j.erase("search");
+  j["model"]["context_length"] = 4096;
+  auto c = parse_genai_config(j.dump());
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->eos_token_ids, std::vector<int64_t>{2});
+  EXPECT_EQ(c->decoder.position_ids, "pos");
+  EXPECT_EQ(c->decoder.logits, "scores");
+  EXPECT_EQ(c->search.max_length, 4096);  // no search section: the context length
+  EXPECT_FALSE(c->search.do_sample);
+  EXPECT_TRUE(c->search.past_present_share_buffer);
+}
+
+// Each edit breaks one field; the error must name it.
+TEST(GenaiConfig, MalformedFieldsAreNamed) {
+  struct Case {
+    const char* pointer;
+    nlohmann::json value;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"/model/decoder/head_size", "64", "model.decoder.head_size: expected an integer"},
+      {"/model/decoder/head_size", 0, "model.decoder.head_size"},
+      {"/model/decoder/num_hidden_layers", 2.5, "model.decoder.num_hidden_layers"},
+      {"/model/decoder/unknown_knob", 1, "unknown field model.decoder.unknown_knob"},
+      {"/model/decoder/inputs/past_key_names", "past.key", "model.decoder.inputs.past_key_names"},
+      {"/model/decoder/inputs/token_type_ids", "t", "unknown field model.decoder.inputs.token_type_ids"},
+      {"/model/decoder/outputs/logits", 3, "model.decoder.outputs.logits: expected a string"},
+      {"/model/decoder/session_options/intra_op_num_threads", -1, "intra_op_num_threads"},
+      {"/model/decoder/num_attention_heads", 15, "num_attention_heads 15 is not a multiple"},
+      {"/model/eos_token_id", nlohmann::json::array({1, "x"}), "model.eos_token_id[1]"},
+      {"/model/eos_token_id", nlohmann::json::array(), "model.eos_token_id: an empty list"},
+      {"/model/eos_token_id", 200000, "eos_token_id 200000 is not below vocab_size"},
+      {"/model/bos_token_id", -5, "model.bos_token_id"},
+      {"/model/type", "resnet", "unknown model type 'resnet'"},
+      {"/model/type", "whisper", "'whisper' needs more than one model"},
+      {"/model/vision", nlohmann::json::object(), "unknown field model.vision"},
+      {"/search/top_p", 1.5, "search.top_p"},
+      {"/search/temperature", -1, "search.temperature"},
+      {"/search/do_sample", 1, "search.do_sample: expected true or false"},
+      {"/search/num_beams", 4, "search.num_beams"},
+      {"/search/beam_width", 4, "unknown field search.beam_width"},
+      {"/extra", 1, "unknown field extra"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = qwen();
+    j[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    auto parsed = parse_genai_config(j.dump());
+    ASSERT_FALSE(parsed.is_ok()) << c.pointer;
+    EXPECT_NE(parsed.status().message().find(c.expected), std::string::npos)
+        << c.pointer << ": " << parsed.status().to_string();
+  }
+}
+
+TEST(GenaiConfig, MissingSections) {
+  for (const char* field : {"decoder", "type", "vocab_size", "eos_token_id", "context_length"}) {
+    nlohmann::json j = qwen();
+    j["model"].erase(field);
+    auto parsed = parse_genai_config(j.dump());
+    ASSERT_FALSE(parsed.is_ok()) << field;
+    EXPECT_NE(parsed.status().message().find(field), std::string::npos) << parsed.status().to_string();
+  }
+  EXPECT_FALSE(parse_genai_config("{\"model\": ").is_ok());
+  EXPECT_FALSE(parse_genai_config("[]").is_ok());
+  auto missing = load_genai_config("/nonexistent-folder");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent-folder/genai_config.json"), std::string::npos);
+}
+
+// max_length and min_length count the prompt, as onnxruntime-genai's do.
+TEST(GenaiConfig, SearchDefaultsToParams) {
+  auto c = parse_genai_config(kQwenConfig);
+  ASSERT_TRUE(c.is_ok());
+  c->search.max_length = 100;
+  c->search.min_length = 30;
+  GenerationParams p = params_from_search(c->search, 20);
+  EXPECT_EQ(p.max_new_tokens, 80);
+  EXPECT_EQ(p.min_new_tokens, 10);
+  EXPECT_FALSE(p.sampling.greedy);
+  EXPECT_EQ(p.sampling.top_k, 20);
+  EXPECT_FLOAT_EQ(p.sampling.top_p, 0.8f);
+  EXPECT_FLOAT_EQ(p.sampling.temperature, 0.7f);
+  EXPECT_FLOAT_EQ(p.sampling.repetition_penalty, 1.1f);
+  EXPECT_EQ(p.sampling.seed, 42u);
+  c->search.do_sample = false;
+  EXPECT_TRUE(params_from_search(c->search, 200).sampling.greedy);
+  EXPECT_EQ(params_from_search(c->search, 200).max_new_tokens, 1);
+  EXPECT_EQ(params_from_search(c->search, 200).min_new_tokens, 0);
+}
+
+}  // namespace
+}  // namespace ember::genai
