@@ -24,7 +24,7 @@ expect_error() {
   fi
 }
 
-for cmd in "" test-onnx run perf info tokenize chat-template; do
+for cmd in "" test-onnx run perf info tokenize chat-template generate bench; do
   if "$ember" $cmd --help >"$tmp/help" 2>&1 && grep -q "Usage" "$tmp/help"; then pass "help $cmd"; else fail "help $cmd"; fi
 done
 
@@ -92,6 +92,24 @@ else
   fail "chat-template qwen3: $(cat "$tmp/chat")"
 fi
 expect_error "chat-template without a template" "chat_template" "$ember" chat-template "$tok/llama2" --messages "$tmp/messages.json"
+
+# generate: a tiny random-weight fixture; greedy is deterministic, the prompt is the tokenizer's ids.
+if python3 "$root/tools/make_decoder_fixtures.py" --family llama --weights fp32 --out "$tmp/llama" >/dev/null 2>&1 &&
+   "$ember" generate "$tmp/llama" --prompt "hello world" --max-new-tokens 8 --json >"$tmp/gen1" 2>&1 &&
+   "$ember" generate "$tmp/llama" --prompt "hello world" --max-new-tokens 8 --json >"$tmp/gen2" 2>&1 &&
+   "$ember" tokenize "$tmp/llama" --text "hello world" --add-special >"$tmp/ids" 2>&1 &&
+   python3 -c "
+import json, sys
+a, b, ids = (json.load(open(f)) for f in sys.argv[1:4])
+assert a == {**b, 'timings': a['timings']}, 'greedy runs differ'
+assert len(a['generated_tokens']) == 8 and a['prompt_tokens'] == ids['ids'], a
+" "$tmp/gen1" "$tmp/gen2" "$tmp/ids"; then
+  pass "generate --json: greedy, 8 tokens, the tokenizer's prompt ids"
+else
+  fail "generate: $(cat "$tmp/gen1")"
+fi
+expect_error "generate without a model folder" "no_such" "$ember" generate "$tmp/no_such" --prompt hi
+expect_error "generate with --greedy and --temperature" "excludes" "$ember" generate "$tmp/llama" --prompt hi --greedy --temperature 0.5
 
 echo "$failures failed"
 [ "$failures" -eq 0 ]
