@@ -17,5 +17,6 @@ Command add_tokenize(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_chat_template(CLI::App& app);
 Command add_generate(CLI::App& app);
+Command add_chat(CLI::App& app);
 
 }  // namespace ember::cli

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   add("bench", "Prompt-processing and token-generation throughput of a model folder, like llama-bench", ember::cli::add_bench);
   add("chat-template", "Render a model folder's chat template over a JSON message list", ember::cli::add_chat_template);
   add("generate", "Generate text from a prompt with an onnxruntime-genai model folder", ember::cli::add_generate);
+  add("chat", "Chat with an onnxruntime-genai model folder (a REPL; /system, /reset, /stats, /exit)", ember::cli::add_chat);
   CLI11_PARSE(app, argc, argv);
   for (auto& [sub, run] : commands) {
     if (sub->parsed()) return run();

@@ -24,7 +24,7 @@ expect_error() {
   fi
 }
 
-for cmd in "" test-onnx run perf info tokenize chat-template generate bench; do
+for cmd in "" test-onnx run perf info tokenize chat-template generate bench chat; do
   if "$ember" $cmd --help >"$tmp/help" 2>&1 && grep -q "Usage" "$tmp/help"; then pass "help $cmd"; else fail "help $cmd"; fi
 done
 
@@ -110,6 +110,28 @@ else
 fi
 expect_error "generate without a model folder" "no_such" "$ember" generate "$tmp/no_such" --prompt hi
 expect_error "generate with --greedy and --temperature" "excludes" "$ember" generate "$tmp/llama" --prompt hi --greedy --temperature 0.5
+
+# chat: the same fixture with Qwen3's chat template; the second turn reuses the first turn's KV prefix.
+expect_error "chat without a chat_template" "chat_template" "$ember" chat "$tmp/llama"
+cp -r "$tmp/llama" "$tmp/chat_model"
+python3 -c "
+import json, sys
+config = json.load(open(sys.argv[1]))
+config['chat_template'] = json.load(open(sys.argv[2]))['chat_template']
+json.dump(config, open(sys.argv[1], 'w'))
+" "$tmp/chat_model/tokenizer_config.json" "$tok/qwen3/tokenizer_config.json"
+if printf 'hello\nhow are you\n/stats\n/exit\n' | "$ember" chat "$tmp/chat_model" --max-new-tokens 4 >"$tmp/chat_out" 2>&1 &&
+   [ "$(grep -c 'tokens in' "$tmp/chat_out")" = 3 ] &&
+   grep -qE '\[[0-9]+ tokens in \(([0-9]+) new\), 4 out' "$tmp/chat_out" &&
+   python3 -c "
+import re, sys
+turns = re.findall(r'\[(\d+) tokens in \((\d+) new\)', open(sys.argv[1], errors='replace').read())
+assert int(turns[1][1]) < int(turns[1][0]), turns  # the second turn prefills only its new tokens
+" "$tmp/chat_out"; then
+  pass "chat: two turns, prefix reuse, /stats"
+else
+  fail "chat: $(cat "$tmp/chat_out")"
+fi
 
 echo "$failures failed"
 [ "$failures" -eq 0 ]
