@@ -97,20 +97,6 @@ void strip_decode(const Decoder& d, std::vector<std::string>& tokens) {
   }
 }
 
-Result<PrependScheme> parse_scheme(const Json& j, const std::string& where) {
-  std::string scheme = "always";
-  if (j.contains("prepend_scheme")) {
-    EMBER_ASSIGN_OR_RETURN(scheme, json_string(j, "prepend_scheme", where));
-  } else {
-    EMBER_ASSIGN_OR_RETURN(bool add_prefix_space, json_bool(j, "add_prefix_space", true, where));
-    if (!add_prefix_space) scheme = "never";
-  }
-  if (scheme == "always") return PrependScheme::kAlways;
-  if (scheme == "first") return PrependScheme::kFirst;
-  if (scheme == "never") return PrependScheme::kNever;
-  return invalid_model("tokenizer.json: {}.prepend_scheme '{}' is not always/first/never", where, scheme);
-}
-
 }  // namespace
 
 Result<Decoder> parse_decoder(const Json& j, const std::string& where) {
@@ -121,7 +107,7 @@ Result<Decoder> parse_decoder(const Json& j, const std::string& where) {
   } else if (type == "Metaspace") {
     d.kind = Decoder::Kind::kMetaspace;
     EMBER_ASSIGN_OR_RETURN(d.content, json_string(j, "replacement", where));
-    EMBER_ASSIGN_OR_RETURN(d.prepend_scheme, parse_scheme(j, where));
+    EMBER_ASSIGN_OR_RETURN(d.prepend_scheme, parse_prepend_scheme(j, where));
   } else if (type == "ByteFallback") {
     d.kind = Decoder::Kind::kByteFallback;
   } else if (type == "Fuse") {

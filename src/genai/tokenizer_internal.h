@@ -157,6 +157,9 @@ void decode_chain(const Decoder& d, std::vector<std::string>& tokens);
 // ---- JSON helpers ----
 Result<std::string> json_string(const Json& j, const char* key, const std::string& where);
 Result<bool> json_bool(const Json& j, const char* key, bool fallback, const std::string& where);
+// Metaspace's prepend_scheme (pre-tokenizer and decoder alike): the field, or
+// the older add_prefix_space (false: "never").
+Result<PrependScheme> parse_prepend_scheme(const Json& j, const std::string& where);
 Result<int64_t> json_int(const Json& j, const char* key, int64_t fallback, const std::string& where);
 
 }  // namespace ember::genai::detail

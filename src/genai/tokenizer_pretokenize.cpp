@@ -190,22 +190,7 @@ Result<PreTokenizer> parse_pre_tokenizer(const Json& j, const std::string& where
     p.kind = PreTokenizer::Kind::kMetaspace;
     EMBER_ASSIGN_OR_RETURN(p.replacement, json_string(j, "replacement", where));
     EMBER_ASSIGN_OR_RETURN(p.split, json_bool(j, "split", true, where));
-    std::string scheme = "always";
-    if (j.contains("prepend_scheme")) {
-      EMBER_ASSIGN_OR_RETURN(scheme, json_string(j, "prepend_scheme", where));
-    } else {
-      EMBER_ASSIGN_OR_RETURN(bool add_prefix_space, json_bool(j, "add_prefix_space", true, where));
-      if (!add_prefix_space) scheme = "never";
-    }
-    if (scheme == "always") {
-      p.prepend_scheme = PrependScheme::kAlways;
-    } else if (scheme == "first") {
-      p.prepend_scheme = PrependScheme::kFirst;
-    } else if (scheme == "never") {
-      p.prepend_scheme = PrependScheme::kNever;
-    } else {
-      return invalid_model("tokenizer.json: {}.prepend_scheme '{}' is not always/first/never", where, scheme);
-    }
+    EMBER_ASSIGN_OR_RETURN(p.prepend_scheme, parse_prepend_scheme(j, where));
   } else if (type == "Sequence") {
     p.kind = PreTokenizer::Kind::kSequence;
     auto it = j.find("pretokenizers");
@@ -245,6 +230,20 @@ void pre_tokenize(const PreTokenizer& p, std::vector<Piece>& pieces) {
       for (const PreTokenizer& child : p.children) pre_tokenize(child, pieces);
       break;
   }
+}
+
+Result<PrependScheme> parse_prepend_scheme(const Json& j, const std::string& where) {
+  std::string scheme = "always";
+  if (j.contains("prepend_scheme")) {
+    EMBER_ASSIGN_OR_RETURN(scheme, json_string(j, "prepend_scheme", where));
+  } else {
+    EMBER_ASSIGN_OR_RETURN(bool add_prefix_space, json_bool(j, "add_prefix_space", true, where));
+    if (!add_prefix_space) scheme = "never";
+  }
+  if (scheme == "always") return PrependScheme::kAlways;
+  if (scheme == "first") return PrependScheme::kFirst;
+  if (scheme == "never") return PrependScheme::kNever;
+  return invalid_model("tokenizer.json: {}.prepend_scheme '{}' is not always/first/never", where, scheme);
 }
 
 }  // namespace ember::genai::detail
