@@ -12,7 +12,6 @@
 #include <span>
 
 #include "compare.h"
-#include "onnx/model_loader.h"
 #include "ort_reference.h"
 #include "runtime/session.h"
 
@@ -47,8 +46,7 @@ Result<std::unique_ptr<runtime::Session>> ember_session(const CaseModel& model, 
   runtime::SessionOptions options;
   options.num_threads = threads;
   if (!model.path.empty()) return runtime::Session::load(model.path, options);
-  EMBER_ASSIGN_OR_RETURN(onnx::LoadedModel loaded, onnx::load_model_from_bytes(as_bytes(model.bytes), "", nullptr));
-  return runtime::Session::create(std::move(loaded.graph), options);
+  return runtime::Session::load_from_bytes(as_bytes(model.bytes), options);
 }
 
 Result<std::unique_ptr<ortref::OrtSession>> ort_session(const CaseModel& model, const ortref::OrtOptions& options) {

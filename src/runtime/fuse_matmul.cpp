@@ -65,6 +65,22 @@ std::optional<std::string_view> single_activation(const ir::Graph& g, ir::NodeId
   return kernels::fused_matmul_activation((*spec)->kind);
 }
 
+// The numpy-broadcasting Add that alone reads `y`, and its other operand.
+struct BiasAdd {
+  ir::NodeId add;
+  ir::ValueId bias;
+};
+std::optional<BiasAdd> sole_bias_add(const ir::Graph& g, ir::ValueId y) {
+  const auto add_id = sole_reader(g, y);
+  if (!add_id) return std::nullopt;
+  const ir::Node& add = g.node(*add_id);
+  // Before opset 7 Add broadcasts along an `axis` attribute, not numpy-style.
+  if (!is_op(add, "Add", 2) || add.opset < 7 || !add.attributes.empty()) return std::nullopt;
+  const ir::ValueId bias = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
+  if (bias == y || bias == ir::kNoValue) return std::nullopt;
+  return BiasAdd{*add_id, bias};
+}
+
 std::optional<Chain> match_chain(const ir::Graph& g, ir::NodeId mm_id) {
   const ir::Node& mm = g.node(mm_id);
   if (!is_op(mm, "MatMul", 2) || mm.inputs[0] == ir::kNoValue || mm.inputs[1] == ir::kNoValue) return std::nullopt;
@@ -72,16 +88,10 @@ std::optional<Chain> match_chain(const ir::Graph& g, ir::NodeId mm_id) {
   const ir::Value& b = g.value(mm.inputs[1]);
   const ir::Value& y = g.value(mm.outputs[0]);
   if (a.dtype != DType::kF32 || !is_constant_f32(b) || b.constant->rank() != 2 || !y.has_shape) return std::nullopt;
-  const auto add_id = sole_reader(g, mm.outputs[0]);
-  if (!add_id) return std::nullopt;
-  const ir::Node& add = g.node(*add_id);
-  // Before opset 7 Add broadcasts along an `axis` attribute, not numpy-style.
-  if (!is_op(add, "Add", 2) || add.opset < 7 || !add.attributes.empty()) return std::nullopt;
-  const ir::ValueId bias = add.inputs[0] == mm.outputs[0] ? add.inputs[1] : add.inputs[0];
-  if (bias == mm.outputs[0] || bias == ir::kNoValue) return std::nullopt;
-  if (!is_row_bias(g.value(bias), b.constant->dim(1), y.shape.size())) return std::nullopt;
-  Chain c{bias, {mm_id, *add_id}, ""};
-  const ir::ValueId sum = add.outputs[0];
+  const auto ba = sole_bias_add(g, mm.outputs[0]);
+  if (!ba || !is_row_bias(g.value(ba->bias), b.constant->dim(1), y.shape.size())) return std::nullopt;
+  Chain c{ba->bias, {mm_id, ba->add}, ""};
+  const ir::ValueId sum = g.node(ba->add).outputs[0];
   if (auto mul = silu_mul(g, sum)) {
     const ir::Value& sv = g.value(sum);
     const ir::NodeId sig = sv.consumers[0] == *mul ? sv.consumers[1] : sv.consumers[0];
@@ -131,12 +141,9 @@ std::optional<ir::ValueId> nbits_bias(ir::Graph& g, const ir::Node& mm) {
   const DType dtype = g.value(mm.inputs[0]).dtype;
   const ir::Value& y = g.value(mm.outputs[0]);
   if (!n_attr || (dtype != DType::kF32 && dtype != DType::kF16) || !y.has_shape) return std::nullopt;
-  const auto add_id = sole_reader(g, mm.outputs[0]);
-  if (!add_id) return std::nullopt;
-  const ir::Node& add = g.node(*add_id);
-  if (!is_op(add, "Add", 2) || add.opset < 7 || !add.attributes.empty()) return std::nullopt;
-  const ir::ValueId bias = add.inputs[0] == mm.outputs[0] ? add.inputs[1] : add.inputs[0];
-  if (bias == mm.outputs[0] || bias == ir::kNoValue) return std::nullopt;
+  const auto ba = sole_bias_add(g, mm.outputs[0]);
+  if (!ba) return std::nullopt;
+  const ir::ValueId bias = ba->bias;
   const ir::Value& b = g.value(bias);
   if (!is_constant(b, dtype)) return std::nullopt;
   const Shape& s = b.constant->shape();

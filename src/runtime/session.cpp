@@ -181,4 +181,9 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& path, SessionO
   return create(std::move(model.graph), options);
 }
 
+Result<std::unique_ptr<Session>> Session::load_from_bytes(std::span<const uint8_t> bytes, SessionOptions options) {
+  EMBER_ASSIGN_OR_RETURN(onnx::LoadedModel model, onnx::load_model_from_bytes(bytes, "", nullptr));
+  return create(std::move(model.graph), options);
+}
+
 }  // namespace ember::runtime

@@ -36,6 +36,8 @@ class Session {
  public:
   static Result<std::unique_ptr<Session>> load(const std::string& path, SessionOptions options = {});
   static Result<std::unique_ptr<Session>> create(std::shared_ptr<ir::Graph> graph, SessionOptions options = {});
+  // A serialized ModelProto held in memory (no external data).
+  static Result<std::unique_ptr<Session>> load_from_bytes(std::span<const uint8_t> bytes, SessionOptions options = {});
   virtual ~Session() = default;
 
   virtual const std::vector<IoInfo>& inputs() const = 0;

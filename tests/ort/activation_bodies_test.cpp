@@ -10,7 +10,6 @@
 #include "compare.h"
 #include "model_builder.h"
 #include "ort_reference.h"
-#include "onnx/model_loader.h"
 #include "runtime/session.h"
 
 namespace ember::ortref {
@@ -46,12 +45,9 @@ size_t expect_agreement(const Case& c) {
   std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(c.model.data()), c.model.size());
   auto ort = OrtSession::load_from_bytes(bytes, kPlainOrt);
   EXPECT_TRUE(ort.is_ok()) << ort.status().to_string();
-  auto loaded = ember::onnx::load_model_from_bytes(bytes, "", nullptr);
-  EXPECT_TRUE(loaded.is_ok()) << loaded.status().to_string();
-  if (!ort.is_ok() || !loaded.is_ok()) return 0;
-  auto ember = runtime::Session::create(std::move(loaded->graph));
+  auto ember = runtime::Session::load_from_bytes(bytes);
   EXPECT_TRUE(ember.is_ok()) << ember.status().to_string();
-  if (!ember.is_ok()) return 0;
+  if (!ort.is_ok() || !ember.is_ok()) return 0;
   std::vector<OrtInput> ort_inputs;
   std::vector<runtime::NamedInput> ember_inputs;
   for (const auto& [name, value] : c.inputs) {

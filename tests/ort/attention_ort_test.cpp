@@ -13,7 +13,6 @@
 
 #include "compare.h"
 #include "model_builder.h"
-#include "onnx/model_loader.h"
 #include "ort_reference.h"
 #include "runtime/session.h"
 
@@ -237,9 +236,7 @@ void run_case(const Param& p, Tolerance tol = kTolerance) {
   std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(model.bytes.data()), model.bytes.size());
   auto ort = OrtSession::load_from_bytes(bytes);
   ASSERT_TRUE(ort.is_ok()) << ort.status().to_string();
-  auto loaded = ember::onnx::load_model_from_bytes(bytes, "", nullptr);
-  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
-  auto ember = runtime::Session::create(std::move(loaded->graph));
+  auto ember = runtime::Session::load_from_bytes(bytes);
   ASSERT_TRUE(ember.is_ok()) << ember.status().to_string();
   std::vector<OrtInput> ort_inputs;
   std::vector<runtime::NamedInput> ember_inputs;

@@ -12,7 +12,6 @@
 
 #include "compare.h"
 #include "model_builder.h"
-#include "onnx/model_loader.h"
 #include "ort_reference.h"
 #include "runtime/session.h"
 
@@ -135,9 +134,7 @@ TEST_P(RotaryOrt, MatchesOnnxRuntime) {
     GTEST_SKIP() << "ONNX Runtime has no CPU kernel for this combination: " << ort.status().to_string();
   }
   ASSERT_TRUE(ort.is_ok()) << ort.status().to_string();
-  auto loaded = ember::onnx::load_model_from_bytes(bytes, "", nullptr);
-  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
-  auto ember = runtime::Session::create(std::move(loaded->graph));
+  auto ember = runtime::Session::load_from_bytes(bytes);
   ASSERT_TRUE(ember.is_ok()) << ember.status().to_string();
   std::vector<OrtInput> ort_inputs = {{"x", &model.x}};
   std::vector<runtime::NamedInput> ember_inputs = {{"x", &model.x}};
