@@ -1,8 +1,9 @@
-// `ember bench MODEL_DIR [-p 512] [-n 128] [-r 5] [--threads N] [--json]`:
+// `ember bench MODEL_DIR [-p 512] [-n 128] [-r 5] [--threads N] [--max-context N] [--json]`:
 // prompt processing (pp) and token generation (tg) throughput of the generation
 // engine, mean ± stddev over repetitions, as llama-bench reports them: pp is one
 // prefill of p random tokens into an empty cache, tg is n single-token decode
-// steps after a one-token prompt.
+// steps after a one-token prompt. Also the peak resident memory against the
+// weights plus the KV cache (of max(p, n + 1) tokens unless --max-context).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -15,19 +16,19 @@
 #include "base/cpu_features.h"
 #include "base/cpu_topology.h"
 #include "base/isa.h"
+#include "base/process_memory.h"
 #include "commands.h"
-#include "genai/generator.h"
+#include "genai_cli.h"
 #include "threading/thread_pool.h"
 
 namespace ember::cli {
 namespace {
 
 struct BenchArgs {
-  std::string model_dir;
+  ModelArgs model;
   int prompt = 512;
   int generate = 128;
   int repetitions = 5;
-  int threads = 0;
   uint64_t seed = 1234;
   bool json = false;
 };
@@ -92,23 +93,31 @@ Result<double> run_generation(genai::Generator& g, int n, std::mt19937_64& rng) 
   return n / seconds(start);
 }
 
+struct Memory {
+  int64_t peak_rss = 0, weights = 0, kv_cache = 0, kv_tokens = 0;
+  double ratio() const { return static_cast<double>(peak_rss) / static_cast<double>(weights + kv_cache); }
+};
+
 void print_markdown(const BenchArgs& args, const genai::Generator& g, const std::vector<Test>& tests, int threads,
-                    const std::string& commit) {
+                    const std::string& commit, const Memory& m) {
   fmt::print("CPU: {} ({} physical cores), ISA {}, commit {}\n\n", cpu_features().brand, cpu_topology().physical_cores,
              isa_name(active_isa()), commit);
   fmt::print("| model | type | layers | threads | KV cache | test | t/s |\n");
   fmt::print("| --- | --- | ---: | ---: | --- | ---: | ---: |\n");
-  const std::string model = std::filesystem::path(args.model_dir).filename().string();
+  const std::string model = std::filesystem::path(args.model.model_dir).filename().string();
   for (const Test& t : tests) {
     fmt::print("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} |\n", model, g.config().type,
                g.config().decoder.num_hidden_layers, threads, g.shares_kv_buffer() ? "shared" : "two buffers", t.name,
                t.mean(), t.stddev());
   }
+  fmt::print("\npeak RSS {:.1f} MB = {:.3f} x (weights {:.1f} MB + KV cache {:.1f} MB for {} tokens)\n",
+             static_cast<double>(m.peak_rss) / 1e6, m.ratio(), static_cast<double>(m.weights) / 1e6,
+             static_cast<double>(m.kv_cache) / 1e6, m.kv_tokens);
 }
 
 void print_json(const BenchArgs& args, const genai::Generator& g, const std::vector<Test>& tests, int threads,
-                const std::string& commit) {
-  nlohmann::json out = {{"model_dir", args.model_dir},
+                const std::string& commit, const Memory& m) {
+  nlohmann::json out = {{"model_dir", args.model.model_dir},
                         {"model_type", g.config().type},
                         {"layers", g.config().decoder.num_hidden_layers},
                         {"cpu", cpu_features().brand},
@@ -118,7 +127,13 @@ void print_json(const BenchArgs& args, const genai::Generator& g, const std::vec
                         {"threads", threads},
                         {"kv_cache", g.shares_kv_buffer() ? "shared" : "two buffers"},
                         {"repetitions", args.repetitions},
-                        {"seed", args.seed}};
+                        {"seed", args.seed},
+                        {"memory",
+                         {{"peak_rss_bytes", m.peak_rss},
+                          {"weight_bytes", m.weights},
+                          {"kv_cache_bytes", m.kv_cache},
+                          {"kv_cache_tokens", m.kv_tokens},
+                          {"peak_over_weights_and_kv", m.ratio()}}}};
   for (const Test& t : tests) {
     out["results"].push_back({{"test", t.name},
                               {"tokens", t.tokens},
@@ -135,14 +150,16 @@ int bench_command(const BenchArgs& args) {
     return 1;
   };
   if (args.prompt < 1 && args.generate < 1) return fail(invalid_argument("-p and -n are both 0: nothing to measure"));
-  genai::GeneratorOptions options;
-  options.num_threads = args.threads;
-  options.max_length = std::max(args.prompt, args.generate + 1);
-  auto generator = genai::Generator::load(args.model_dir, options);
+  const int needed = std::max(args.prompt, args.generate + 1);
+  if (args.model.max_context > 0 && args.model.max_context < needed) {
+    return fail(invalid_argument("--max-context {} is below the {} tokens the tests need", args.model.max_context,
+                                 needed));
+  }
+  auto generator = load_generator(args.model, args.model.max_context > 0 ? args.model.max_context : needed);
   if (!generator.is_ok()) return fail(generator.status());
   genai::Generator& g = **generator;
   const int config_threads = g.config().decoder.intra_op_num_threads;
-  const int threads = args.threads > 0      ? args.threads
+  const int threads = args.model.threads > 0 ? args.model.threads
                       : config_threads > 0 ? config_threads
                                            : threading::default_num_threads();
   std::vector<Test> tests;
@@ -159,10 +176,11 @@ int bench_command(const BenchArgs& args) {
     }
   }
   const std::string commit = git_commit();
+  const Memory memory{peak_resident_bytes(), g.weight_bytes(), g.kv_cache_bytes(), g.max_length()};
   if (args.json) {
-    print_json(args, g, tests, threads, commit);
+    print_json(args, g, tests, threads, commit, memory);
   } else {
-    print_markdown(args, g, tests, threads, commit);
+    print_markdown(args, g, tests, threads, commit, memory);
   }
   return 0;
 }
@@ -171,13 +189,11 @@ int bench_command(const BenchArgs& args) {
 
 Command add_bench(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
-  app.add_option("model_dir", args->model_dir, "onnxruntime-genai model folder (genai_config.json, model.onnx)")
-      ->required();
+  add_model_options(app, args->model, "onnxruntime-genai model folder (genai_config.json, model.onnx)");
   app.add_option("-p,--n-prompt", args->prompt, "prompt tokens per prefill (0: skip)")->check(CLI::NonNegativeNumber);
   app.add_option("-n,--n-gen", args->generate, "tokens generated per repetition (0: skip)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("-r,--repetitions", args->repetitions, "timed repetitions of each test")->check(CLI::PositiveNumber);
-  app.add_option("--threads", args->threads, "threads (0: genai_config's intra_op_num_threads, else one per core)");
   app.add_option("--seed", args->seed, "seed of the random prompt tokens");
   app.add_flag("--json", args->json, "print one JSON object instead of a markdown table");
   return [args] { return bench_command(*args); };

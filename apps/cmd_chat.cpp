@@ -1,4 +1,5 @@
-// `ember chat MODEL_DIR [--system TEXT] [--max-new-tokens N] [--threads N]`:
+// `ember chat MODEL_DIR [--system TEXT] [--max-new-tokens N] [--stop TEXT]...
+// [--threads N] [--max-context N]`:
 // a REPL over an onnxruntime-genai model folder. Each line is a user turn: the
 // whole conversation is rendered with the folder's chat template and encoded
 // without added special tokens (as apply_chat_template(tokenize=True) does); the
@@ -15,17 +16,17 @@
 
 #include "commands.h"
 #include "genai/chat_template.h"
-#include "genai/generator.h"
 #include "genai/tokenizer.h"
+#include "genai_cli.h"
 
 namespace ember::cli {
 namespace {
 
 struct ChatArgs {
-  std::string model_dir;
+  ModelArgs model;
   std::string system;
   int max_new_tokens = 512;
-  int threads = 0;
+  std::vector<std::string> stop;
 };
 
 int fail(const Status& s) {
@@ -46,16 +47,22 @@ nlohmann::ordered_json fresh_conversation(const std::string& system) {
 }
 
 int run_chat(const ChatArgs& a) {
-  std::ifstream config_file(a.model_dir + "/tokenizer_config.json");
-  if (!config_file) return fail(io_error("cannot open {}/tokenizer_config.json", a.model_dir));
+  if (Status s = genai::validate_stop_strings(a.stop); !s.is_ok()) return fail(s);
+  const std::string& dir = a.model.model_dir;
+  std::ifstream config_file(dir + "/tokenizer_config.json");
+  if (!config_file) return fail(io_error("cannot open {}/tokenizer_config.json", dir));
   const nlohmann::json config = nlohmann::json::parse(config_file, nullptr, /*allow_exceptions=*/false);
-  if (config.is_discarded()) return fail(invalid_model("{}/tokenizer_config.json is not valid JSON", a.model_dir));
-  if (auto t = genai::select_chat_template(config, false); !t.is_ok()) return fail(t.status());
-  auto tokenizer = genai::Tokenizer::from_file(a.model_dir + "/tokenizer.json");
+  if (config.is_discarded()) return fail(invalid_model("{}/tokenizer_config.json is not valid JSON", dir));
+  // A template that does not parse is reported now, not at the first turn.
+  const std::string template_where = dir + "/tokenizer_config.json: chat_template: ";
+  auto source = genai::select_chat_template(config, false);
+  if (!source.is_ok()) return fail(source.status().with_context(template_where));
+  if (auto parsed = genai::jinja::Template::parse(*source); !parsed.is_ok()) {
+    return fail(parsed.status().with_context(template_where));
+  }
+  auto tokenizer = genai::Tokenizer::from_file(dir + "/tokenizer.json");
   if (!tokenizer.is_ok()) return fail(tokenizer.status());
-  genai::GeneratorOptions options;
-  options.num_threads = a.threads;
-  auto generator = genai::Generator::load(a.model_dir, options);
+  auto generator = load_generator(a.model, a.model.max_context);
   if (!generator.is_ok()) return fail(generator.status());
 
   nlohmann::ordered_json messages = fresh_conversation(a.system);
@@ -78,19 +85,14 @@ int run_chat(const ChatArgs& a) {
     input.messages = messages;
     input.add_generation_prompt = true;
     auto text = genai::render_chat_template(config, input);
-    if (!text.is_ok()) return fail(text.status());
+    if (!text.is_ok()) return fail(text.status().with_context(template_where));
     const std::vector<int32_t> ids = tokenizer->encode(*text, /*add_special=*/false);
     const std::vector<int64_t> prompt(ids.begin(), ids.end());
     genai::GenerationParams params =
         genai::params_from_search((*generator)->config().search, static_cast<int64_t>(prompt.size()));
     params.max_new_tokens = a.max_new_tokens;
-    genai::StreamingDetokenizer stream(*tokenizer, /*skip_special=*/true);
-    params.on_token = [&](int64_t token) {
-      const std::string piece = stream.put(static_cast<int32_t>(token));
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
-      return true;
-    };
+    genai::TextStream stream(*tokenizer, a.stop);
+    params.on_token = print_stream(stream);
     auto result = (*generator)->generate(prompt, params);
     if (!result.is_ok()) {
       fmt::print(stderr, "\nember chat: {}\n", result.status().to_string());
@@ -98,8 +100,7 @@ int run_chat(const ChatArgs& a) {
       continue;
     }
     fmt::print("{}\n", stream.finish());
-    const std::vector<int32_t> reply(result->tokens.begin(), result->tokens.end());
-    messages.push_back({{"role", "assistant"}, {"content", tokenizer->decode(reply, /*skip_special=*/true)}});
+    messages.push_back({{"role", "assistant"}, {"content", stream.text()}});
     last = result->stats;
     fmt::print("{}\n", stats_line(last));
   }
@@ -110,14 +111,11 @@ int run_chat(const ChatArgs& a) {
 
 Command add_chat(CLI::App& app) {
   auto a = std::make_shared<ChatArgs>();
-  app.add_option("model_dir", a->model_dir, "An onnxruntime-genai model folder with tokenizer_config.json's chat_template")
-      ->required()
-      ->check(CLI::ExistingDirectory);
+  add_model_options(app, a->model, "An onnxruntime-genai model folder with tokenizer_config.json's chat_template");
   app.add_option("--system", a->system, "System prompt of the conversation");
   app.add_option("--max-new-tokens", a->max_new_tokens, "At most this many tokens per reply")->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--threads", a->threads, "Threads (default: the folder's setting, else one per physical core)")
-      ->check(CLI::NonNegativeNumber);
+  app.add_option("--stop", a->stop, "End a reply before this text (repeatable)");
   return [a] { return run_chat(*a); };
 }
 

@@ -139,16 +139,19 @@ Result<std::unique_ptr<Generator>> Generator::create(GenaiConfig config, const G
   runtime::SessionOptions session_options;
   session_options.num_threads =
       options.num_threads > 0 ? options.num_threads : g->config_.decoder.intra_op_num_threads;
+  session_options.progress = [&g, &options](int64_t done, int64_t total) {
+    g->weight_bytes_ = total;
+    if (options.progress) options.progress(done, total);
+  };
   const std::string path = g->config_.decoder_path();
-  auto model = onnx::load_model(path);
-  if (!model.is_ok()) return model.status().with_context(path + ": ");
-  ir::Graph& graph = *model->graph;
+  EMBER_ASSIGN_OR_RETURN(onnx::LoadedModel model, onnx::load_model(path));
+  ir::Graph& graph = *model.graph;
   g->last_position_logits_ = slice_lm_head_input(graph, g->config_.decoder.logits);
   if (g->last_position_logits_) {
     EMBER_RETURN_IF_ERROR(graph.rebuild_links());
     EMBER_RETURN_IF_ERROR(graph.topological_sort());
   }
-  auto session = runtime::Session::create(std::move(model->graph), session_options);
+  auto session = runtime::Session::create(std::move(model.graph), session_options);
   if (!session.is_ok()) return session.status().with_context(path + ": ");
   g->session_ = std::move(*session);
   g->capacity_ = options.max_length > 0 ? options.max_length : g->config_.search.max_length;
@@ -166,6 +169,14 @@ Result<std::unique_ptr<Generator>> Generator::create(GenaiConfig config, const G
   EMBER_RETURN_IF_ERROR(g->bind_io());
   g->allocate_cache();
   return g;
+}
+
+int64_t Generator::kv_cache_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& copy : cache_) {
+    for (const Tensor& t : copy) bytes += static_cast<int64_t>(t.nbytes());
+  }
+  return bytes;
 }
 
 Status Generator::bind_io() {

@@ -24,6 +24,7 @@ struct GeneratorOptions {
   int num_threads = 0;  // 0: genai_config's intra_op_num_threads, else Ember's default
   int max_length = 0;   // KV capacity in tokens; 0: search.max_length
   int max_batch = 1;    // rows generate_batch() may run at once
+  runtime::LoadProgress progress;  // hears the weights being prepacked; may be empty
 };
 
 struct GenerationParams {
@@ -71,6 +72,9 @@ class Generator {
   bool shares_kv_buffer() const { return shared_; }
   // The LM head runs on the last position only (see slice_lm_head_input).
   bool last_position_logits() const { return last_position_logits_; }
+  // Bytes of the decoder's constant inputs as loaded (before prepacking) and of the KV cache buffers.
+  int64_t weight_bytes() const { return weight_bytes_; }
+  int64_t kv_cache_bytes() const;
 
   // Generates after `prompt`, the whole conversation so far: the KV cache of
   // the prefix it shares with the tokens already cached is kept and only the
@@ -106,6 +110,7 @@ class Generator {
   GenaiConfig config_;
   std::unique_ptr<runtime::Session> session_;
   int64_t capacity_ = 0;
+  int64_t weight_bytes_ = 0;
   int64_t max_batch_ = 1;
   int64_t row_ = 0;  // the cache row append() works on
   bool shared_ = false;

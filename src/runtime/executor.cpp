@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <numeric>
 
 #include "base/mapped_file.h"
 #include "kernels/registry.h"
@@ -48,6 +49,20 @@ bool overlaps_any(const Tensor& t, std::span<const Tensor* const> inputs) {
   return false;
 }
 
+// The bytes of constant inputs per node, each constant counted at its first reader.
+std::vector<int64_t> constant_bytes_by_first_reader(const ir::Graph& graph) {
+  std::vector<int64_t> bytes(graph.nodes.size(), 0);
+  std::vector<bool> counted(graph.values.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    for (ir::ValueId id : graph.nodes[i].inputs) {
+      if (id == ir::kNoValue || counted[static_cast<size_t>(id)] || !graph.value(id).constant) continue;
+      counted[static_cast<size_t>(id)] = true;
+      bytes[i] += static_cast<int64_t>(graph.value(id).constant->nbytes());
+    }
+  }
+  return bytes;
+}
+
 class SubgraphExecutor : public kernels::CompiledSubgraph {
  public:
   explicit SubgraphExecutor(std::unique_ptr<Executor> e) : executor_(std::move(e)) {}
@@ -64,7 +79,8 @@ class SubgraphExecutor : public kernels::CompiledSubgraph {
 Executor::~Executor() = default;
 
 Result<std::unique_ptr<Executor>> Executor::create(std::shared_ptr<const ir::Graph> graph,
-                                                   std::vector<ir::ValueId> inputs, ir::Graph* owned) {
+                                                   std::vector<ir::ValueId> inputs, ir::Graph* owned,
+                                                   const LoadProgress& progress) {
   std::unique_ptr<Executor> e(new Executor());
   e->graph_ = std::move(graph);
   e->inputs_ = std::move(inputs);
@@ -79,8 +95,13 @@ Result<std::unique_ptr<Executor>> Executor::create(std::shared_ptr<const ir::Gra
     const ir::Value& v = e->graph_->values[i];
     dtype[i] = v.constant ? v.constant->dtype() : v.dtype;
   }
+  std::vector<int64_t> node_bytes = progress ? constant_bytes_by_first_reader(*e->graph_) : std::vector<int64_t>(n, 0);
+  const int64_t total_bytes = std::accumulate(node_bytes.begin(), node_bytes.end(), int64_t{0});
+  int64_t done_bytes = 0;
   std::vector<DType> in_dtypes;
   for (size_t i = 0; i < n; ++i) {
+    if (progress && node_bytes[i] > 0) progress(done_bytes, total_bytes);
+    done_bytes += node_bytes[i];
     const ir::Node& node = e->graph_->nodes[i];
     if (!kernels::OpRegistry::instance().find(node.domain, node.op_type, node.opset)) {
       return kernels::create_kernel({node, {}, {}, nullptr, e->graph_.get()}).status();
@@ -101,6 +122,7 @@ Result<std::unique_ptr<Executor>> Executor::create(std::shared_ptr<const ir::Gra
       }
     }
   }
+  if (progress) progress(total_bytes, total_bytes);
   return e;
 }
 

@@ -13,6 +13,7 @@
 #include "ir/graph.h"
 #include "kernels/kernel.h"
 #include "runtime/executor_stats.h"
+#include "runtime/load_progress.h"
 #include "runtime/plan.h"
 
 namespace ember::runtime {
@@ -26,9 +27,11 @@ class Executor : public kernels::SubgraphCompiler {
   // session's graph): then a constant every reader prepacked at creation
   // (OpKernel::prepacked_input) loses its data right after the last reader is
   // created, and its file pages leave resident memory, so peak memory stays
-  // near the weights' size instead of twice it.
+  // near the weights' size instead of twice it. `progress` (may be empty)
+  // hears the bytes of constant inputs whose kernels exist, after each node.
   static Result<std::unique_ptr<Executor>> create(std::shared_ptr<const ir::Graph> graph,
-                                                  std::vector<ir::ValueId> inputs, ir::Graph* owned = nullptr);
+                                                  std::vector<ir::ValueId> inputs, ir::Graph* owned = nullptr,
+                                                  const LoadProgress& progress = {});
   ~Executor() override;
 
   // `inputs[i]` may be nullptr for a value with a default. Outputs in graph order.

@@ -171,7 +171,7 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Graph> grap
     // Prepacked constants are released only from a graph no one else holds: a
     // caller's other session on the same graph would find them without data.
     ir::Graph* owned = graph.use_count() == 1 ? graph.get() : nullptr;
-    EMBER_ASSIGN_OR_RETURN(auto executor, Executor::create(graph, graph->inputs, owned));
+    EMBER_ASSIGN_OR_RETURN(auto executor, Executor::create(graph, graph->inputs, owned, options.progress));
     return std::unique_ptr<Session>(new SessionImpl(std::move(graph), std::move(executor), options.num_threads));
   });
 }

@@ -9,6 +9,7 @@
 #include "base/tensor.h"
 #include "ir/graph.h"
 #include "runtime/executor_stats.h"
+#include "runtime/load_progress.h"
 
 namespace ember::runtime {
 
@@ -17,6 +18,8 @@ struct SessionOptions {
   // Threads a run may use (the caller's thread included); 0: EMBER_NUM_THREADS,
   // else one per physical core. All sessions share one worker pool.
   int num_threads = 0;
+  // Hears how far kernel creation (weight prepacking) has got; may be empty.
+  LoadProgress progress;
 };
 
 struct IoInfo {

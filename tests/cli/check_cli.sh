@@ -111,6 +111,83 @@ fi
 expect_error "generate without a model folder" "no_such" "$ember" generate "$tmp/no_such" --prompt hi
 expect_error "generate with --greedy and --temperature" "excludes" "$ember" generate "$tmp/llama" --prompt hi --greedy --temperature 0.5
 
+# --stop: the greedy text cut before a piece of itself, taken from the middle of the
+# unstopped run's text; the stop string itself is never printed.
+"$ember" generate "$tmp/llama" --prompt "hello world" --max-new-tokens 24 --json >"$tmp/gen24" 2>&1
+stop="$(python3 -c "
+import json, sys
+t = json.load(open(sys.argv[1]))['text']
+print(t[len(t) // 2:len(t) // 2 + 3])" "$tmp/gen24")"
+if [ -n "$stop" ] &&
+   "$ember" generate "$tmp/llama" --prompt "hello world" --max-new-tokens 24 --json --stop "$stop" >"$tmp/gen_stop" 2>&1 &&
+   "$ember" generate "$tmp/llama" --prompt "hello world" --max-new-tokens 24 --stop "$stop" >"$tmp/gen_stream" 2>&1 &&
+   python3 -c "
+import json, sys
+full, cut = (json.load(open(f)) for f in sys.argv[1:3])
+streamed = open(sys.argv[3], encoding='utf-8').read()
+stop = sys.argv[4]
+expected = full['text'][:full['text'].index(stop)]
+assert cut['text'] == expected and cut['stop_reason'] == 'stop_string', (cut, expected)
+assert streamed == expected + '\n', (streamed, expected)
+" "$tmp/gen24" "$tmp/gen_stop" "$tmp/gen_stream" "$stop"; then
+  pass "generate --stop: text cut before the stop string, streamed and --json"
+else
+  fail "generate --stop '$stop': $(cat "$tmp/gen_stop" "$tmp/gen_stream")"
+fi
+expect_error "generate --stop ''" "stop string 1 is empty" "$ember" generate "$tmp/llama" --prompt hi --stop ""
+
+# bench: both tests, and the peak resident memory against weights + KV cache.
+if "$ember" bench "$tmp/llama" -p 16 -n 8 -r 2 --json >"$tmp/bench" 2>&1 &&
+   python3 -c "
+import json, sys
+b = json.load(open(sys.argv[1]))
+assert [r['test'] for r in b['results']] == ['pp16', 'tg8'] and all(r['avg_ts'] > 0 for r in b['results']), b
+m = b['memory']
+assert m['kv_cache_tokens'] == 16 and m['weight_bytes'] > 2000000 and m['peak_rss_bytes'] > m['weight_bytes'], m
+" "$tmp/bench"; then
+  pass "bench --json: pp16, tg8, memory"
+else
+  fail "bench: $(cat "$tmp/bench")"
+fi
+expect_error "bench --max-context too small" "below the 16 tokens" "$ember" bench "$tmp/llama" -p 16 -n 4 --max-context 8
+
+# Bad model folders and requests: each a clear error naming what is wrong.
+long_prompt="$(printf 'word %.0s' $(seq 1 40))"
+expect_error "prompt longer than --max-context" "prompt of [0-9]+ tokens leaves no room in the context of 16 tokens" \
+  "$ember" generate "$tmp/llama" --prompt "$long_prompt" --max-context 16
+expect_error "--max-context above context_length" "max length 5000 exceeds the model's context_length 4096" \
+  "$ember" generate "$tmp/llama" --prompt hi --max-context 5000
+broken() {  # broken NAME: a fresh copy of the fixture in $tmp/NAME
+  rm -rf "$tmp/$1" && cp -r "$tmp/llama" "$tmp/$1"
+}
+broken no_config && rm "$tmp/no_config/genai_config.json"
+expect_error "missing genai_config.json" "no_config/genai_config.json" "$ember" generate "$tmp/no_config" --prompt hi
+broken no_model && rm "$tmp/no_model/model.onnx"
+expect_error "missing model.onnx" "no_model/model.onnx" "$ember" generate "$tmp/no_model" --prompt hi
+broken no_data && rm "$tmp/no_data/model.onnx.data"
+expect_error "missing external data" "model.onnx.data" "$ember" generate "$tmp/no_data" --prompt hi
+broken short_data && truncate -s 100000 "$tmp/short_data/model.onnx.data"
+expect_error "truncated external data" "external data bytes .* lie outside 'model.onnx.data'" \
+  "$ember" generate "$tmp/short_data" --prompt hi
+broken junk_model && echo "not a model" >"$tmp/junk_model/model.onnx"
+expect_error "model.onnx that is not ONNX" "junk_model/model.onnx" "$ember" generate "$tmp/junk_model" --prompt hi
+broken no_tokenizer && rm "$tmp/no_tokenizer/tokenizer.json"
+expect_error "missing tokenizer.json" "no_tokenizer/tokenizer.json" "$ember" generate "$tmp/no_tokenizer" --prompt hi
+broken bad_type && sed -i 's/"type": "llama"/"type": "resnet"/' "$tmp/bad_type/genai_config.json"
+expect_error "unknown model type" "unknown model type 'resnet'" "$ember" generate "$tmp/bad_type" --prompt hi
+broken bad_tokenizer && head -c 3000 "$tmp/llama/tokenizer.json" >"$tmp/bad_tokenizer/tokenizer.json"
+expect_error "truncated tokenizer.json" "bad_tokenizer/tokenizer.json" "$ember" generate "$tmp/bad_tokenizer" --prompt hi
+broken wordpiece && python3 -c "
+import json, sys
+t = json.load(open(sys.argv[1])); t['model']['type'] = 'WordPiece'; json.dump(t, open(sys.argv[1], 'w'))
+" "$tmp/wordpiece/tokenizer.json"
+expect_error "unsupported tokenizer model" "WordPiece" "$ember" generate "$tmp/wordpiece" --prompt hi
+broken bad_template && python3 -c "
+import json, sys
+c = json.load(open(sys.argv[1])); c['chat_template'] = '{% for m in messages %}{{ m.content }}'; json.dump(c, open(sys.argv[1], 'w'))
+" "$tmp/bad_template/tokenizer_config.json"
+expect_error "malformed chat template" "bad_template/tokenizer_config.json: chat_template: .*endfor" sh -c "echo hi | '$ember' chat '$tmp/bad_template'"
+
 # chat: the same fixture with Qwen3's chat template; the second turn reuses the first turn's KV prefix.
 expect_error "chat without a chat_template" "chat_template" "$ember" chat "$tmp/llama"
 cp -r "$tmp/llama" "$tmp/chat_model"

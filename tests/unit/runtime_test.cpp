@@ -411,6 +411,23 @@ TEST_F(BadInput, NegativeDimensionIsRejected) {
   EXPECT_NE(error_for({{"a", &t}}).find("negative dimension"), std::string::npos);
 }
 
+// Weights of 4, 6 and 3 floats; w1 is read twice and counts once.
+TEST(Runtime, LoadProgressCountsEachWeightOnceAndEnds) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {2, 2});
+  b.constant("w1", make_tensor<float>({2, 2}, {1, 2, 3, 4}));
+  b.constant("w2", make_tensor<float>({2, 3}, {1, 0, 1, 0, 1, 0}));
+  b.constant("w3", make_tensor<float>({3}, {5, 6, 7}));
+  b.node("MatMul", {"x", "w1"}, {"a"}).node("MatMul", {"a", "w1"}, {"b"}).node("MatMul", {"b", "w2"}, {"c"});
+  b.node("Transpose", {"c"}, {"d"}).node("MatMul", {"w3", "d"}, {"y"});
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  runtime::SessionOptions options;
+  options.progress = [&](int64_t done, int64_t total) { calls.emplace_back(done, total); };
+  ASSERT_NE(make_session(b.output("y").build(), options), nullptr);
+  const std::vector<std::pair<int64_t, int64_t>> expected = {{0, 52}, {16, 52}, {40, 52}, {52, 52}};
+  EXPECT_EQ(calls, expected);
+}
+
 TEST(RuntimeRegression, HugeConstantIsNotFoldedAtLoad) {
   // ConstantOfShape with a constant 2^40-element shape: folding must not try to allocate it.
   GraphBuilder b;
