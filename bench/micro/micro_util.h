@@ -61,5 +61,6 @@ void register_convert_benchmarks();
 void register_unary_benchmarks();
 void register_binary_benchmarks();
 void register_bandwidth_benchmarks();
+void register_tokenizer_benchmarks();
 
 }  // namespace ember::bench
