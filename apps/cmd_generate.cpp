@@ -1,8 +1,8 @@
-// `ember generate MODEL_DIR --prompt TEXT [--max-new-tokens N] [--greedy |
+// `ember generate MODEL_DIR (--prompt TEXT | --prompt-ids 1,2,3) [--max-new-tokens N] [--greedy |
 // --temperature T --top-k K --top-p P --min-p P --seed S] [--stop TEXT]...
 // [--threads N] [--max-context N] [--json]` (DESIGN.md): encodes the prompt with
 // the folder's tokenizer.json (special tokens added as Hugging Face's encode
-// does by default), generates with the engine, and streams the text as it comes
+// does by default) or takes the token ids as given, generates with the engine, and streams the text as it comes
 // (never a broken UTF-8 character, never any part of a stop string); with --json
 // prints one object with the prompt tokens, generated ids, text and timings instead.
 #include <fmt/format.h>
@@ -21,6 +21,7 @@ namespace {
 struct GenerateArgs {
   ModelArgs model;
   std::string prompt;
+  std::vector<int64_t> prompt_ids;
   std::optional<int> max_new_tokens;
   bool greedy = false;
   std::optional<float> temperature, top_p, min_p;
@@ -51,8 +52,11 @@ int run_generate(const GenerateArgs& a) {
   if (!tokenizer.is_ok()) return fail(tokenizer.status());
   auto generator = load_generator(a.model, a.model.max_context);
   if (!generator.is_ok()) return fail(generator.status());
-  const std::vector<int32_t> ids = tokenizer->encode(a.prompt, /*add_special=*/true);
-  const std::vector<int64_t> prompt(ids.begin(), ids.end());
+  std::vector<int64_t> prompt = a.prompt_ids;
+  if (prompt.empty()) {
+    const std::vector<int32_t> ids = tokenizer->encode(a.prompt, /*add_special=*/true);
+    prompt.assign(ids.begin(), ids.end());
+  }
 
   genai::GenerationParams params = genai::params_from_search((*generator)->config().search,
                                                              static_cast<int64_t>(prompt.size()));
@@ -91,7 +95,12 @@ int run_generate(const GenerateArgs& a) {
 Command add_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   add_model_options(app, a->model, "An onnxruntime-genai model folder (genai_config.json, model, tokenizer.json)");
-  app.add_option("--prompt", a->prompt, "The text to continue")->required();
+  auto* prompt = app.add_option("--prompt", a->prompt, "The text to continue");
+  auto* ids = app.add_option("--prompt-ids", a->prompt_ids, "The prompt as token ids, comma-separated")->delimiter(',');
+  prompt->excludes(ids);
+  app.callback([prompt, ids] {
+    if (prompt->count() + ids->count() == 0) throw CLI::RequiredError("--prompt or --prompt-ids");
+  });
   app.add_option("--max-new-tokens", a->max_new_tokens, "At most this many new tokens (default: the folder's search.max_length)")
       ->check(CLI::PositiveNumber);
   auto* greedy = app.add_flag("--greedy", a->greedy, "Always the most likely token (the default unless sampling options are given)");

@@ -105,6 +105,7 @@ void check_greedy(const DecoderFixtureSpec& s, bool expect_shared) {
 
 TEST(Generation, Qwen2Int4SharedBuffer) { check_greedy(spec("qwen2", "int4"), true); }
 TEST(Generation, LlamaFp32SharedBuffer) { check_greedy(spec("llama", "fp32"), true); }
+TEST(Generation, Qwen3Int4SharedBuffer) { check_greedy(spec("qwen3", "int4"), true); }
 // 12 + 64 tokens cross original_length 32: phi3 switches to its long rotary caches.
 // (In int4, new token 55 is a near-tie in ONNX Runtime's own logits, top two
 // 0.006 apart, and both cache paths take the other token: fp32 here.)
