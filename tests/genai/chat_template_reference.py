@@ -2,9 +2,14 @@
 """Renders the real chat templates over a set of conversations with jinja2, exactly as
 transformers' apply_chat_template does (ImmutableSandboxedEnvironment, trim_blocks,
 lstrip_blocks, loopcontrols, its tojson filter, raise_exception, strftime_now), and
-writes the cases with their expected text (or "error") as JSON for chat_template_test.
+writes the cases with their expected text (or the error jinja2 raised) as JSON for
+chat_template_test.
 
-usage: chat_template_reference.py TOKENIZERS_DIR TEMPLATES_DIR OUT.json
+usage: chat_template_reference.py OUT.json DIR...
+
+Each DIR contributes the chat_template of every DIR/NAME/tokenizer_config.json (the
+template named NAME, with that file's special tokens) and every DIR/NAME.jinja (with
+Llama-3's bos/eos tokens).
 """
 import json
 import os
@@ -12,10 +17,25 @@ import sys
 from datetime import datetime
 
 import jinja2
-from jinja2.ext import loopcontrols
+from jinja2 import nodes
+from jinja2.ext import Extension, loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 FIXED_NOW = datetime(2024, 7, 26, 9, 30)
+
+
+class GenerationBlock(Extension):
+    """transformers' AssistantTracker: {% generation %}...{% endgeneration %} renders its
+    body unchanged (it only marks assistant tokens for return_assistant_tokens_mask)."""
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return nodes.CallBlock(self.call_method("_render"), [], [], body).set_lineno(lineno)
+
+    def _render(self, caller):
+        return caller()
 
 
 def make_env():
@@ -25,7 +45,7 @@ def make_env():
     def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
         return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[GenerationBlock, loopcontrols])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = lambda fmt: FIXED_NOW.strftime(fmt)
@@ -105,28 +125,31 @@ CONVERSATIONS = {
 }
 
 
-def load_templates(tokenizers_dir, templates_dir):
+# Templates shipped without a tokenizer_config.json get Llama-3's special tokens.
+BARE_TEMPLATE_TOKENS = {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>"}
+
+
+def load_templates(dirs):
     out = {}
-    for name in sorted(os.listdir(tokenizers_dir)):
-        path = os.path.join(tokenizers_dir, name, "tokenizer_config.json")
-        if os.path.exists(path):
-            config = json.load(open(path, encoding="utf-8"))
-            config.pop("added_tokens_decoder", None)
-            out[name] = config
-    # Templates shipped without their own folder borrow llama3's special tokens.
-    for file in sorted(os.listdir(templates_dir)):
-        if file.endswith(".jinja"):
-            config = {k: v for k, v in out["llama3"].items() if k.endswith("_token")}
-            config["chat_template"] = open(os.path.join(templates_dir, file), encoding="utf-8").read()
-            out[file[: -len(".jinja")]] = config
+    for root in dirs:
+        for name in sorted(os.listdir(root)):
+            path = os.path.join(root, name, "tokenizer_config.json")
+            if os.path.exists(path):
+                config = json.load(open(path, encoding="utf-8"))
+                config.pop("added_tokens_decoder", None)
+                out[name] = config
+            elif name.endswith(".jinja"):
+                config = dict(BARE_TEMPLATE_TOKENS)
+                config["chat_template"] = open(os.path.join(root, name), encoding="utf-8").read()
+                out[name[: -len(".jinja")]] = config
     return out
 
 
 def main():
-    tokenizers_dir, templates_dir, out_path = sys.argv[1:4]
+    out_path, dirs = sys.argv[1], sys.argv[2:]
     env = make_env()
     cases = []
-    for name, config in load_templates(tokenizers_dir, templates_dir).items():
+    for name, config in load_templates(dirs).items():
         if not isinstance(config.get("chat_template"), str):
             continue
         template = env.from_string(config["chat_template"])
@@ -140,6 +163,9 @@ def main():
                                                        **special_tokens(config))
                 except Exception as e:  # the template refuses the conversation (e.g. roles must alternate)
                     case["error"] = f"{type(e).__name__}: {e}"
+                    # raise_exception's own message, which Ember's error must carry too.
+                    if type(e) is jinja2.exceptions.TemplateError:
+                        case["raised"] = str(e)
                 cases.append(case)
     # ctest runs the test binaries in parallel, each running this script: the file is
     # replaced whole (rename), so no reader sees another process's half-written one.

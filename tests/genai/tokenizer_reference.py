@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Expected token ids from Hugging Face `tokenizers` (the oracle of tests/unit/tokenizer_test.cpp).
 
-usage: tokenizer_reference.py TOKENIZERS_DIR CORPUS.json OUT.json [VARIANTS_DIR]
+usage: tokenizer_reference.py TOKENIZERS_DIR CORPUS.json OUT.json [VARIANTS_DIR [NAME]]
 
 For every tokenizer folder NAME under TOKENIZERS_DIR and every corpus string it
 records encode(text, add_special_tokens=False/True) and decode(ids, skip_special_tokens
@@ -10,6 +10,7 @@ decoded, decoded_skip}, ...]}.
 With VARIANTS_DIR it also writes VARIANTS_DIR/llama2_metaspace/tokenizer.json (Llama-2's
 vocab with the Metaspace pre-tokenizer and decoder that Mistral/Llama-2 exports use in
 place of the Prepend/Replace normalizers) and records it too.
+With NAME it records that tokenizer only (each test process needs one).
 """
 import json
 import os
@@ -46,6 +47,8 @@ def main():
     paths = {name: os.path.join(root, name, "tokenizer.json") for name in sorted(os.listdir(root))}
     if len(sys.argv) > 4:
         paths["llama2_metaspace"] = metaspace_variant(root, sys.argv[4])
+    if len(sys.argv) > 5:
+        paths = {sys.argv[5]: paths[sys.argv[5]]}
     result = {}
     for name, path in paths.items():
         if not os.path.isfile(path):

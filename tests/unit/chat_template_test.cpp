@@ -1,9 +1,14 @@
 // Chat templates of real models rendered by Ember vs jinja2 (as transformers'
 // apply_chat_template runs it), byte for byte. The expected strings are made at
 // test time by tests/genai/chat_template_reference.py into the build folder.
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -13,19 +18,36 @@
 namespace ember::genai {
 namespace {
 
-nlohmann::ordered_json reference_cases() {
-  const std::string out = std::string(EMBER_BINARY_DIR) + "/chat_template_cases.json";
-  const std::string cmd = std::string("python3 ") + EMBER_SOURCE_DIR + "/tests/genai/chat_template_reference.py " +
-                          EMBER_TOKENIZERS_DIR + " " + EMBER_SOURCE_DIR + "/tests/genai/templates " + out;
+// The expected cases of every template under `dirs`, rendered by jinja2 into OUT_FILE
+// (one file per test: ctest runs each test case as its own process, in parallel).
+nlohmann::ordered_json reference_cases(const std::string& out_file, const std::vector<std::string>& dirs) {
+  const std::string out = std::string(EMBER_BINARY_DIR) + "/" + out_file;
+  std::string cmd = std::string("python3 ") + EMBER_SOURCE_DIR + "/tests/genai/chat_template_reference.py " + out;
+  for (const auto& dir : dirs) cmd += " " + dir;
   if (std::system(cmd.c_str()) != 0) return nullptr;
   std::ifstream f(out);
   return nlohmann::ordered_json::parse(f);
 }
 
-TEST(ChatTemplate, RealTemplatesMatchJinja2) {
-  const nlohmann::ordered_json cases = reference_cases();
-  ASSERT_TRUE(cases.is_array()) << "python reference failed";
-  ASSERT_GE(cases.size(), 50u);
+// The reference's strftime_now: 2024-07-26 09:30 (FIXED_NOW in chat_template_reference.py).
+std::string fixed_strftime(const std::string& format) {
+  std::tm t{};
+  t.tm_year = 2024 - 1900;
+  t.tm_mon = 6;
+  t.tm_mday = 26;
+  t.tm_hour = 9;
+  t.tm_min = 30;
+  t.tm_wday = 5;
+  t.tm_yday = 207;
+  char buf[256];
+  return std::string(buf, std::strftime(buf, sizeof buf, format.c_str(), &t));
+}
+
+// Renders every case with Ember and compares with jinja2: the same text, or an error
+// where jinja2 raised one (carrying raise_exception's message). Returns the templates seen.
+std::set<std::string> expect_cases_match(const nlohmann::ordered_json& cases) {
+  jinja::RenderOptions options;
+  options.strftime_now = fixed_strftime;
   std::set<std::string> templates;
   for (const auto& c : cases) {
     templates.insert(c["template"].get<std::string>());
@@ -33,18 +55,53 @@ TEST(ChatTemplate, RealTemplatesMatchJinja2) {
     input.messages = c["messages"];
     input.tools = c["tools"];
     input.add_generation_prompt = c["add_generation_prompt"];
-    auto rendered = render_chat_template(nlohmann::json(c["config"]), input);
+    auto rendered = render_chat_template(nlohmann::json(c["config"]), input, options);
     const std::string where = c["template"].get<std::string>() + " / " + c["conversation"].get<std::string>() +
                               (input.add_generation_prompt ? " / generation prompt" : "");
     if (c.contains("error")) {
       EXPECT_FALSE(rendered.is_ok()) << where << ": jinja2 failed with " << c["error"];
+      if (!rendered.is_ok() && c.contains("raised")) {
+        EXPECT_NE(rendered.status().message().find(c["raised"].get<std::string>()), std::string::npos)
+            << where << ": " << rendered.status().to_string() << " vs jinja2's " << c["error"];
+      }
     } else {
-      ASSERT_TRUE(rendered.is_ok()) << where << ": " << rendered.status().to_string();
-      EXPECT_EQ(*rendered, c["expected"].get<std::string>()) << where;
+      EXPECT_TRUE(rendered.is_ok()) << where << ": " << rendered.status().to_string();
+      if (rendered.is_ok()) {
+        EXPECT_EQ(*rendered, c["expected"].get<std::string>()) << where;
+      }
     }
   }
-  EXPECT_TRUE(templates.count("qwen3") && templates.count("gemma3") && templates.count("deepseek_v3") &&
-              templates.count("llama3") && templates.count("llama3_1"));
+  return templates;
+}
+
+// tokenizer_config.json templates of the tokenizer folders, and tests/genai/templates.
+TEST(ChatTemplate, RealTemplatesMatchJinja2) {
+  const nlohmann::ordered_json cases = reference_cases(
+      "chat_template_cases.json", {EMBER_TOKENIZERS_DIR, std::string(EMBER_SOURCE_DIR) + "/tests/genai/templates"});
+  ASSERT_TRUE(cases.is_array()) << "python reference failed";
+  ASSERT_GE(cases.size(), 50u);
+  const std::set<std::string> templates = expect_cases_match(cases);
+  for (const char* name : {"qwen3", "gemma3", "deepseek_v3", "llama3", "llama3_1", "qwen2_5", "mistral_nemo", "llama3_2"}) {
+    EXPECT_TRUE(templates.count(name)) << name;
+  }
+}
+
+// Every template of llama.cpp's collection (scripts/setup.sh fetches it): Phi-3.5,
+// Qwen2.5/3, Mistral, Llama 3.x, DeepSeek, Gemma, Command-R and some 60 more. None is
+// skipped: each renders as jinja2 renders it, or fails where jinja2 fails.
+TEST(ChatTemplate, LlamaCppTemplatesMatchJinja2) {
+  const std::string dir = std::string(EMBER_SOURCE_DIR) + "/third_party/chat_templates/llama.cpp";
+  const nlohmann::ordered_json cases = reference_cases("chat_template_llama_cpp_cases.json", {dir});
+  ASSERT_TRUE(cases.is_array()) << "python reference failed (did scripts/setup.sh fetch " << dir << "?)";
+  const std::set<std::string> templates = expect_cases_match(cases);
+  const auto raising = std::count_if(cases.begin(), cases.end(), [](const auto& c) { return c.contains("error"); });
+  std::printf("llama.cpp chat templates: %zu templates, %zu cases (%td where jinja2 raises), 0 skipped\n",
+              templates.size(), cases.size(), raising);
+  EXPECT_GE(templates.size(), 70u);
+  for (const char* name : {"microsoft-Phi-3.5-mini-instruct", "Qwen-Qwen2.5-7B-Instruct",
+                           "mistralai-Mistral-Nemo-Instruct-2407", "Mistral-Small-3.2-24B-Instruct-2506"}) {
+    EXPECT_TRUE(templates.count(name)) << name;
+  }
 }
 
 TEST(ChatTemplate, NamedTemplateListPicksToolUseWithTools) {

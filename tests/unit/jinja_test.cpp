@@ -52,6 +52,31 @@ TEST(Jinja, ConstructsMatchJinja2) {
             "1-n 1 0 ['b', 'a'] a1b2 2");
 }
 
+// Python object behaviour real templates rely on: markupsafe.Markup from |safe (Markup + str
+// escapes the str: functionary v3.1), generators from map/select (always true, no len,
+// not JSON: llama.cpp's DeepSeek-R1 template), non-string dict keys (Seed-OSS), tojson's
+// json.dumps options (Reka-Edge), and unknown filters tolerated in if branches (DeepSeek-V3.2).
+TEST(Jinja, PythonObjectSemanticsMatchJinja2) {
+  EXPECT_EQ(render("{{ '<b>'|safe + '<i>' + \"'&\" }} {{ 'x' + 'y'|safe }} {{ '<a>'|safe ~ '<b>' }} {{ '<'|e }} {{ '<'|e|e }}"),
+            "<b>&lt;i&gt;&#39;&amp; xy <a><b> &lt; &lt;");
+  EXPECT_EQ(render("{{ {'u': 'Zü😀', 'n': [1]} | tojson(ensure_ascii=True) }} {{ {'a': 1, 'b': [1, 2]} | tojson(separators=(',', ':')) }} {{ {'b': 1, 'a': 2} | tojson(sort_keys=true) }}"),
+            R"({"u": "Z\u00fc\ud83d\ude00", "n": [1]} {"a":1,"b":[1,2]} {"a": 2, "b": 1})");
+  EXPECT_EQ(render("{% set g = [1, 2] | select('odd') %}{{ 'T' if g else 'F' }} {{ [] | map('upper') | list }} {{ none | selectattr('x') | list }} {{ ([1, 2] | map('string'))[0] is defined }} {{ [1] | map('string') is sequence }}"),
+            "T [] [] False False");
+  EXPECT_EQ(render("{% set d = {0: 'zero', 512: 'half', 'k': 1.5} %}{{ d[512] }} {{ d.get(0) }} {{ 512 in d }} {{ d | tojson }} {{ d }} {% for k, v in {2: 'b', 1: 'a'} | dictsort %}{{ k + 1 }}{{ v }}{% endfor %}"),
+            R"(half zero True {"0": "zero", "512": "half", "k": 1.5} {0: 'zero', 512: 'half', 'k': 1.5} 2a3b)");
+  EXPECT_EQ(render("{{ 'c' in undefined_var }} {% if false %}{{ x | no_such_filter }}{% endif %}{{ 'ok' if true else (x | no_such_filter) }}"),
+            "False ok");
+  EXPECT_EQ(error_of("{{ [1] | map('string') | length }}"), "template line 1, column 26: object of type 'generator' has no len()");
+  EXPECT_EQ(error_of("{{ [1] | select | tojson }}"), "template line 1, column 19: Object of type generator is not JSON serializable");
+  EXPECT_EQ(error_of("{{ [1] | select | last }}"), "template line 1, column 19: 'generator' object is not reversible");
+  EXPECT_NE(error_of("{{ [1] + ([2] | select) }}"), "");
+  // Inside an if branch the unknown filter fails when reached; a loop in the branch is checked at parse time.
+  EXPECT_EQ(error_of("{% if true %}{{ x | no_such_filter }}{% endif %}"), "template line 1, column 21: No filter named 'no_such_filter'.");
+  EXPECT_EQ(error_of("{% if true %}{% for i in [1] %}{{ i | no_such_filter }}{% endfor %}{% endif %}"),
+            "template line 1, column 39: No filter named 'no_such_filter'.");
+}
+
 TEST(Jinja, ErrorsNameLineAndColumn) {
   EXPECT_EQ(error_of("a\n{{ x | nosuch }}"), "template line 2, column 8: No filter named 'nosuch'.");
   EXPECT_EQ(error_of("{% if true %}open"), "template line 1, column 18: unexpected end of template: expected 'endif' to close the block");

@@ -54,7 +54,9 @@ Value key_of(const Value& v, const Value* attribute, bool case_sensitive) {
   return !case_sensitive && k.is_string() ? Value(str::lower(k.str())) : k;
 }
 
+// jinja2's select/reject/map yield nothing for a false operand (None, an empty list).
 List select_items(const Value& seq, const Args& a, bool by_attribute, bool keep) {
+  if (!seq.truthy()) return {};
   const std::string attr = by_attribute ? string_of(require(a, 0, "attribute", "selectattr"), "selectattr") : "";
   const size_t skip = by_attribute ? 1 : 0;
   const Value* test = a.positional.size() > skip ? &a.positional[skip] : nullptr;
@@ -120,21 +122,6 @@ Value to_float(const Value& v, const Args& a) {
   return fallback;
 }
 
-std::string escape_html(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 Value sorted(const Value& v, const Args& a, size_t first_arg) {
   List items = v.iterate();
   const bool reverse = bool_arg(a, first_arg, "reverse", false);
@@ -151,7 +138,7 @@ Value dict_items(const Value& v) {
   List out;
   if (v.is_undefined()) return Value(std::move(out));
   if (!v.is_dict()) throw Error(fmt::format("items filter expects a mapping, got {}", v.type_name()));
-  for (const auto& [k, e] : v.dict()) out.emplace_back(List{Value(k), e});
+  for (const auto& [k, e] : v.dict()) out.emplace_back(List{k, e});
   return Value(std::move(out));
 }
 
@@ -160,10 +147,22 @@ using FilterFn = Value (*)(const Value&, const Args&);
 const std::map<std::string, FilterFn>& filters() {
   static const std::map<std::string, FilterFn> kFilters = {
       {"tojson", [](const Value& v, const Args& a) {
-         if (a.get(99, "separators")) throw Error("tojson: separators are not supported");
-         const Value* ind = a.get(0, "indent");
-         return Value(v.to_json(ind && ind->is_number() ? static_cast<int>(ind->as_int()) : -1,
-                                bool_arg(a, 99, "sort_keys", false)));
+         // Hugging Face's tojson: json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
+         JsonFormat f;
+         f.ensure_ascii = bool_arg(a, 0, "ensure_ascii", false);
+         const Value* ind = a.get(1, "indent");
+         if (ind && ind->is_number()) f.indent = static_cast<int>(ind->as_int());
+         if (ind && ind->is_string()) throw Error("tojson: a string indent is not supported");
+         if (f.indent >= 0) f.item_separator = ",";
+         if (const Value* sep = a.get(2, "separators"); sep && !sep->is_none()) {
+           if (!sep->is_list() || sep->list().size() != 2 || !sep->list()[0].is_string() || !sep->list()[1].is_string()) {
+             throw Error(fmt::format("tojson: separators must be a pair of strings, got {}", sep->repr()));
+           }
+           f.item_separator = sep->list()[0].str();
+           f.key_separator = sep->list()[1].str();
+         }
+         f.sort_keys = bool_arg(a, 3, "sort_keys", false);
+         return Value(v.to_json(f));
        }},
       {"trim", [](const Value& v, const Args& a) { return Value(str::strip(v.to_string(), a.get(0, "chars"), true, true)); }},
       {"length", [](const Value& v, const Args&) { return Value(v.is_undefined() ? 0 : v.length()); }},
@@ -199,6 +198,7 @@ const std::map<std::string, FilterFn>& filters() {
          return items.empty() ? Value() : items.front();
        }},
       {"last", [](const Value& v, const Args&) {
+         if (v.is_generator()) throw Error("'generator' object is not reversible");
          List items = v.iterate();
          return items.empty() ? Value() : items.back();
        }},
@@ -218,6 +218,7 @@ const std::map<std::string, FilterFn>& filters() {
        }},
       {"map", [](const Value& v, const Args& a) {
          List out;
+         if (!v.truthy()) return Value::generator(std::move(out));
          const Value* attribute = a.get(99, "attribute");
          for (const Value& item : v.iterate()) {
            if (attribute) {
@@ -228,18 +229,18 @@ const std::map<std::string, FilterFn>& filters() {
              out.push_back(apply_filter(string_of(require(a, 0, "filter", "map"), "map"), item, shifted(a, 1)));
            }
          }
-         return Value(std::move(out));
+         return Value::generator(std::move(out));
        }},
-      {"select", [](const Value& v, const Args& a) { return Value(select_items(v, a, false, true)); }},
-      {"reject", [](const Value& v, const Args& a) { return Value(select_items(v, a, false, false)); }},
-      {"selectattr", [](const Value& v, const Args& a) { return Value(select_items(v, a, true, true)); }},
-      {"rejectattr", [](const Value& v, const Args& a) { return Value(select_items(v, a, true, false)); }},
-      {"string", [](const Value& v, const Args&) { return Value(v.to_string()); }},
+      {"select", [](const Value& v, const Args& a) { return Value::generator(select_items(v, a, false, true)); }},
+      {"reject", [](const Value& v, const Args& a) { return Value::generator(select_items(v, a, false, false)); }},
+      {"selectattr", [](const Value& v, const Args& a) { return Value::generator(select_items(v, a, true, true)); }},
+      {"rejectattr", [](const Value& v, const Args& a) { return Value::generator(select_items(v, a, true, false)); }},
+      {"string", [](const Value& v, const Args&) { return v.is_markup() ? v : Value(v.to_string()); }},
       {"int", to_int},
       {"float", to_float},
-      {"safe", [](const Value& v, const Args&) { return v; }},
-      {"escape", [](const Value& v, const Args&) { return Value(escape_html(v.to_string())); }},
-      {"e", [](const Value& v, const Args&) { return Value(escape_html(v.to_string())); }},
+      {"safe", [](const Value& v, const Args&) { return Value::markup(v.to_string()); }},
+      {"escape", [](const Value& v, const Args&) { return v.is_markup() ? v : Value::markup(str::escape_html(v.to_string())); }},
+      {"e", [](const Value& v, const Args&) { return v.is_markup() ? v : Value::markup(str::escape_html(v.to_string())); }},
       {"indent", [](const Value& v, const Args& a) { return Value(indent(v.to_string(), a)); }},
       {"unique", [](const Value& v, const Args& a) {
          const bool case_sensitive = bool_arg(a, 0, "case_sensitive", false);
@@ -252,7 +253,7 @@ const std::map<std::string, FilterFn>& filters() {
              out.push_back(item);
            }
          }
-         return Value(std::move(out));
+         return Value::generator(std::move(out));
        }},
       {"sort", [](const Value& v, const Args& a) { return sorted(v, a, 0); }},
       {"reverse", [](const Value& v, const Args&) {
@@ -322,7 +323,9 @@ const std::map<std::string, TestFn>& tests() {
       {"string", [](const Value& v, const Args&) { return v.is_string(); }},
       {"mapping", [](const Value& v, const Args&) { return v.is_dict(); }},
       {"iterable", [](const Value& v, const Args&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }},
-      {"sequence", [](const Value& v, const Args&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }},
+      {"sequence", [](const Value& v, const Args&) {
+         return v.is_string() || (v.is_list() && !v.is_generator()) || v.is_dict() || v.is_undefined();
+       }},
       {"callable", [](const Value& v, const Args&) { return v.is_function(); }},
       {"sameas", [](const Value& v, const Args& a) {
          const Value& o = require(a, 0, "other", "sameas");
@@ -334,7 +337,7 @@ const std::map<std::string, TestFn>& tests() {
       {"in", [](const Value& v, const Args& a) {
          const Value& seq = require(a, 0, "seq", "in");
          if (seq.is_string()) return v.is_string() && seq.str().find(v.str()) != std::string::npos;
-         if (seq.is_dict()) return v.is_string() && seq.find(v.str()) != nullptr;
+         if (seq.is_dict()) return seq.find(v) != nullptr;
          const List items = seq.iterate();
          return std::any_of(items.begin(), items.end(), [&](const Value& x) { return x.equals(v); });
        }},
@@ -418,7 +421,7 @@ Value dict_method(const Value& d, const std::string& name) {
   }
   if (name == "get") {
     return Value(Function([d](const Args& a) {
-      const Value* v = d.find(require(a, 0, "key", "get").to_string());
+      const Value* v = d.find(require(a, 0, "key", "get"));
       const Value* fallback = a.get(1, "default");
       return v ? *v : (fallback ? *fallback : Value::none());
     }));
@@ -456,6 +459,7 @@ Value get_attribute(const Value& obj, const std::string& name) {
 
 Value get_item(const Value& obj, const Value& key) {
   if (obj.is_undefined()) throw Error(fmt::format("cannot read item {} of an undefined value", key.repr()));
+  if (obj.is_generator()) return Value();
   if ((obj.is_list() || obj.is_string()) && key.is_number() && !key.is_float()) {
     const int64_t n = obj.is_list() ? static_cast<int64_t>(obj.list().size()) : obj.length();
     int64_t i = key.as_int();
@@ -463,8 +467,8 @@ Value get_item(const Value& obj, const Value& key) {
     if (i < 0 || i >= n) return Value();
     return obj.is_list() ? obj.list()[i] : Value(utf8_chars(obj.str())[i]);
   }
-  if (obj.is_dict() && key.is_string()) {
-    const Value* v = obj.find(key.str());
+  if (obj.is_dict()) {
+    const Value* v = obj.find(key);
     if (v) return *v;
   }
   return key.is_string() ? get_attribute(obj, key.str()) : Value();

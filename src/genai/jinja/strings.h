@@ -18,6 +18,8 @@ std::string lower(std::string s);
 std::string capitalize(const std::string& s);
 // Python's str.title() (title_filter=false) or jinja2's title filter (words split at -, whitespace, ( { [ <).
 std::string title(const std::string& s, bool title_filter);
+// markupsafe.escape: & < > " ' as HTML entities.
+std::string escape_html(const std::string& s);
 // str.format with {} / {0} / {name} fields.
 std::string format(const std::string& fmt, const Args& args);
 

@@ -7,12 +7,16 @@
 
 #include "genai/jinja/builtins.h"
 #include "genai/jinja/parser.h"
+#include "genai/jinja/strings.h"
 
 namespace ember::genai::jinja {
 namespace {
 
+// Template variables by name (a Dict's keys may be of any kind; names are strings).
+using Vars = std::vector<std::pair<std::string, Value>>;
+
 struct Scope {
-  Dict vars;
+  Vars vars;
   std::shared_ptr<Scope> parent;
 
   const Value* lookup(const std::string& name) const {
@@ -91,8 +95,12 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   const bool floats = a.is_float() || b.is_float();
   if (op == "+") {
     if (numbers) return floats ? Value(a.as_float() + b.as_float()) : Value(a.as_int() + b.as_int());
-    if (a.is_string() && b.is_string()) return Value(a.str() + b.str());
-    if (a.is_list() && b.is_list()) {
+    if (a.is_string() && b.is_string()) {
+      if (!a.is_markup() && !b.is_markup()) return Value(a.str() + b.str());
+      auto markup_text = [](const Value& v) { return v.is_markup() ? v.str() : str::escape_html(v.str()); };
+      return Value::markup(markup_text(a) + markup_text(b));
+    }
+    if (a.is_list() && b.is_list() && !a.is_generator() && !b.is_generator()) {
       List out = a.list();
       out.insert(out.end(), b.list().begin(), b.list().end());
       return Value(std::move(out));
@@ -130,13 +138,15 @@ bool contains(const Value& container, const Value& item) {
     if (!item.is_string()) throw Error(fmt::format("'in <string>' requires string as left operand, not {}", item.type_name()));
     return container.str().find(item.str()) != std::string::npos;
   }
-  if (container.is_dict()) return item.is_string() && container.find(item.str()) != nullptr;
+  if (container.is_dict()) return container.find(item) != nullptr;
   if (container.is_list()) {
     for (const Value& v : container.list()) {
       if (v.equals(item)) return true;
     }
     return false;
   }
+  // jinja2's Undefined iterates as empty: `'x' in undefined` is False.
+  if (container.is_undefined()) return false;
   throw Error(fmt::format("argument of type '{}' is not iterable", container.type_name()));
 }
 
@@ -314,7 +324,7 @@ class Interpreter {
       case Expr::Kind::kDict: {
         Value d{Dict{}};
         for (size_t i = 0; i + 1 < e.children.size(); i += 2) {
-          d.set(eval(*e.children[i], scope).to_string(), eval(*e.children[i + 1], scope));
+          d.set(eval(*e.children[i], scope), eval(*e.children[i + 1], scope));
         }
         return d;
       }
@@ -371,30 +381,36 @@ class Interpreter {
   const RenderOptions& options_;
 };
 
-// Unknown filters and tests are errors when the template is compiled, as in jinja2.
-void check_names(const Expr* e) {
-  if (!e) return;
+// Unknown filters and tests are errors when the template is compiled, as in jinja2 —
+// except inside an if statement's tests and branches or a conditional expression
+// (jinja2's "soft" frames), where they fail only if evaluated. A loop, macro, call or
+// block nested in such a branch opens a new frame and is checked again.
+void check_names(const Expr* e, bool soft) {
+  if (!e || soft || e->kind == Expr::Kind::kTernary) return;
   if (e->kind == Expr::Kind::kFilter && !has_filter(e->name)) {
     throw Error(fmt::format("No filter named '{}'.", e->name), e->line, e->column);
   }
   if (e->kind == Expr::Kind::kTest && !has_test(e->name)) {
     throw Error(fmt::format("No test named '{}'.", e->name), e->line, e->column);
   }
-  for (const ExprPtr& c : e->children) check_names(c.get());
+  for (const ExprPtr& c : e->children) check_names(c.get(), false);
 }
 
-void check_names(const Body& body) {
+void check_names(const Body& body, bool soft) {
   for (const StmtPtr& s : body) {
-    check_names(s->expr.get());
-    check_names(s->target.get());
-    check_names(s->condition.get());
+    // A for loop's iterable and a call block's call are evaluated in the enclosing frame.
+    const bool expr_soft = soft && s->kind != Stmt::Kind::kMacro && s->kind != Stmt::Kind::kSetBlock &&
+                           s->kind != Stmt::Kind::kFilterBlock;
+    check_names(s->expr.get(), expr_soft);
+    check_names(s->target.get(), false);
+    check_names(s->condition.get(), false);
     for (const auto& [condition, branch] : s->branches) {
-      check_names(condition.get());
-      check_names(branch);
+      check_names(condition.get(), true);
+      check_names(branch, true);
     }
-    for (const ExprPtr& d : s->defaults) check_names(d.get());
-    check_names(s->body);
-    check_names(s->else_body);
+    for (const ExprPtr& d : s->defaults) check_names(d.get(), false);
+    check_names(s->body, false);
+    check_names(s->else_body, false);
   }
 }
 
@@ -403,8 +419,8 @@ Status to_status(const Error& e) {
   return invalid_argument("template line {}, column {}: {}", e.line, e.column, e.what());
 }
 
-Dict builtin_globals(const RenderOptions& options) {
-  Dict g;
+Vars builtin_globals(const RenderOptions& options) {
+  Vars g;
   g.emplace_back("range", Value(Function([](const Args& a) {
                    int64_t start = 0, stop = 0, step = 1;
                    if (a.positional.size() == 1) {
@@ -424,7 +440,7 @@ Dict builtin_globals(const RenderOptions& options) {
     for (const Value& p : a.positional) {
       if (p.is_dict() || p.is_namespace()) d.insert(d.end(), p.dict().begin(), p.dict().end());
     }
-    for (const auto& kv : a.keyword) d.push_back(kv);
+    for (const auto& [k, v] : a.keyword) d.emplace_back(Value(k), v);
     return d;
   };
   g.emplace_back("namespace", Value(Function([make_dict](const Args& a) { return Value::make_namespace(make_dict(a)); })));
@@ -444,7 +460,7 @@ Dict builtin_globals(const RenderOptions& options) {
 Result<Template> Template::parse(const std::string& source) {
   try {
     auto body = std::make_shared<Body>(jinja::parse(source, LexOptions{}));
-    check_names(*body);
+    check_names(*body, false);
     Template t;
     t.body_ = std::move(body);
     return t;
@@ -456,7 +472,9 @@ Result<Template> Template::parse(const std::string& source) {
 Result<std::string> Template::render(const Dict& globals, const RenderOptions& options) const {
   try {
     auto builtins = std::make_shared<Scope>(Scope{builtin_globals(options), nullptr});
-    auto root = std::make_shared<Scope>(Scope{globals, builtins});
+    Vars vars;
+    for (const auto& [name, value] : globals) vars.emplace_back(name.to_string(), value);
+    auto root = std::make_shared<Scope>(Scope{std::move(vars), builtins});
     Interpreter interpreter(options);
     std::string out;
     interpreter.exec(*body_, root, out);

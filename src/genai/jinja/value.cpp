@@ -35,6 +35,18 @@ Value Value::make_namespace(Dict attrs) {
   return v;
 }
 
+Value Value::markup(std::string s) {
+  Value v(std::move(s));
+  v.markup_ = true;
+  return v;
+}
+
+Value Value::generator(List items) {
+  Value v(std::move(items));
+  v.generator_ = true;
+  return v;
+}
+
 Value Value::from_json(const nlohmann::ordered_json& j) {
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return none();
@@ -50,7 +62,7 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict dict;
-      for (const auto& [k, e] : j.items()) dict.emplace_back(k, from_json(e));
+      for (const auto& [k, e] : j.items()) dict.emplace_back(Value(k), from_json(e));
       return Value(std::move(dict));
     }
     default: return Value();
@@ -60,14 +72,24 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
 const Value* Value::find(const std::string& key) const {
   if (kind_ != Kind::kDict && kind_ != Kind::kNamespace) return nullptr;
   for (const auto& [k, v] : *dict_) {
-    if (k == key) return &v;
+    if (k.is_string() && k.str() == key) return &v;
   }
   return nullptr;
 }
 
-void Value::set(const std::string& key, Value v) const {
+const Value* Value::find(const Value& key) const {
+  if (kind_ != Kind::kDict && kind_ != Kind::kNamespace) return nullptr;
+  for (const auto& [k, v] : *dict_) {
+    if (k.equals(key)) return &v;
+  }
+  return nullptr;
+}
+
+void Value::set(const std::string& key, Value v) const { set(Value(key), std::move(v)); }
+
+void Value::set(const Value& key, Value v) const {
   for (auto& [k, old] : *dict_) {
-    if (k == key) {
+    if (k.equals(key)) {
       old = std::move(v);
       return;
     }
@@ -83,7 +105,7 @@ bool Value::truthy() const {
     case Kind::kInt: return i_ != 0;
     case Kind::kFloat: return f_ != 0;
     case Kind::kString: return !s_->empty();
-    case Kind::kList: return !list_->empty();
+    case Kind::kList: return generator_ || !list_->empty();
     case Kind::kDict: return !dict_->empty();
     default: return true;
   }
@@ -152,9 +174,34 @@ std::string repr_string(const std::string& s) {
   return out + quote;
 }
 
-void json_string(const std::string& s, std::string& out) {
+// One UTF-8 sequence starting at s[i] (advancing i); invalid bytes read as U+FFFD.
+uint32_t next_code_point(const std::string& s, size_t& i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  const size_t n = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
+  if (n == 0 || i + n > s.size()) {
+    ++i;
+    return 0xFFFD;
+  }
+  uint32_t cp = n == 1 ? c : c & (0x7F >> n);
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  i += n;
+  return cp;
+}
+
+void json_string(const std::string& s, bool ensure_ascii, std::string& out) {
   out += '"';
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80 && ensure_ascii) {
+      const uint32_t cp = next_code_point(s, i);
+      if (cp < 0x10000) {
+        out += fmt::format("\\u{:04x}", cp);
+      } else {
+        out += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF));
+      }
+      continue;
+    }
+    ++i;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -164,28 +211,40 @@ void json_string(const std::string& s, std::string& out) {
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
       default:
-        if (c < 0x20) out += fmt::format("\\u{:04x}", c);
+        if (c < 0x20 || (c == 0x7F && ensure_ascii)) out += fmt::format("\\u{:04x}", c);
         else out += static_cast<char>(c);
     }
   }
   out += '"';
 }
 
-void json_dump(const Value& v, int indent, bool sort_keys, int depth, std::string& out) {
-  const std::string item_sep = indent >= 0 ? "," : ", ";
+// json.dumps turns int, float, bool and None keys into strings.
+std::string json_key(const Value& k) {
+  switch (k.kind()) {
+    case Value::Kind::kString: return k.str();
+    case Value::Kind::kNone: return "null";
+    case Value::Kind::kBool: return k.as_bool() ? "true" : "false";
+    case Value::Kind::kInt:
+    case Value::Kind::kFloat: return k.to_string();
+    default: throw Error(fmt::format("keys must be str, int, float, bool or None, not {}", k.type_name()));
+  }
+}
+
+void json_dump(const Value& v, const JsonFormat& f, int depth, std::string& out) {
   auto newline = [&](int d) {
-    if (indent >= 0) out += "\n" + std::string(static_cast<size_t>(indent * d), ' ');
+    if (f.indent >= 0) out += "\n" + std::string(static_cast<size_t>(f.indent * d), ' ');
   };
+  if (v.is_generator()) throw Error("Object of type generator is not JSON serializable");
   switch (v.kind()) {
     case Value::Kind::kNone: out += "null"; return;
     case Value::Kind::kBool: out += v.as_bool() ? "true" : "false"; return;
     case Value::Kind::kInt: out += std::to_string(v.as_int()); return;
     case Value::Kind::kFloat: {
-      const double f = v.as_float();
-      out += std::isnan(f) ? "NaN" : std::isinf(f) ? (f > 0 ? "Infinity" : "-Infinity") : format_float(f);
+      const double x = v.as_float();
+      out += std::isnan(x) ? "NaN" : std::isinf(x) ? (x > 0 ? "Infinity" : "-Infinity") : format_float(x);
       return;
     }
-    case Value::Kind::kString: json_string(v.str(), out); return;
+    case Value::Kind::kString: json_string(v.str(), f.ensure_ascii, out); return;
     case Value::Kind::kList: {
       if (v.list().empty()) {
         out += "[]";
@@ -193,9 +252,9 @@ void json_dump(const Value& v, int indent, bool sort_keys, int depth, std::strin
       }
       out += '[';
       for (size_t i = 0; i < v.list().size(); ++i) {
-        if (i) out += item_sep;
+        if (i) out += f.item_separator;
         newline(depth + 1);
-        json_dump(v.list()[i], indent, sort_keys, depth + 1, out);
+        json_dump(v.list()[i], f, depth + 1, out);
       }
       newline(depth);
       out += ']';
@@ -206,16 +265,16 @@ void json_dump(const Value& v, int indent, bool sort_keys, int depth, std::strin
         out += "{}";
         return;
       }
-      std::vector<const std::pair<std::string, Value>*> items;
+      std::vector<const std::pair<Value, Value>*> items;
       for (const auto& item : v.dict()) items.push_back(&item);
-      if (sort_keys) std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first < b->first; });
+      if (f.sort_keys) std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first.less(b->first); });
       out += '{';
       for (size_t i = 0; i < items.size(); ++i) {
-        if (i) out += item_sep;
+        if (i) out += f.item_separator;
         newline(depth + 1);
-        json_string(items[i]->first, out);
-        out += ": ";
-        json_dump(items[i]->second, indent, sort_keys, depth + 1, out);
+        json_string(json_key(items[i]->first), f.ensure_ascii, out);
+        out += f.key_separator;
+        json_dump(items[i]->second, f, depth + 1, out);
       }
       newline(depth);
       out += '}';
@@ -238,7 +297,7 @@ std::string Value::repr() const {
     case Kind::kDict: {
       std::string out = "{";
       for (size_t i = 0; i < dict_->size(); ++i) {
-        out += (i ? ", " : "") + repr_string((*dict_)[i].first) + ": " + (*dict_)[i].second.repr();
+        out += (i ? ", " : "") + (*dict_)[i].first.repr() + ": " + (*dict_)[i].second.repr();
       }
       return out + "}";
     }
@@ -260,13 +319,14 @@ std::string Value::to_string() const {
   }
 }
 
-std::string Value::to_json(int indent, bool sort_keys) const {
+std::string Value::to_json(const JsonFormat& format) const {
   std::string out;
-  json_dump(*this, indent, sort_keys, 0, out);
+  json_dump(*this, format, 0, out);
   return out;
 }
 
 const char* Value::type_name() const {
+  if (generator_) return "generator";
   static const char* kNames[] = {"Undefined", "NoneType", "bool", "int", "float", "str", "list", "dict", "function",
                                  "Namespace"};
   return kNames[static_cast<int>(kind_)];
@@ -277,7 +337,7 @@ bool Value::equals(const Value& o) const {
     if (is_float() || o.is_float()) return as_float() == o.as_float();
     return as_int() == o.as_int();
   }
-  if (kind_ != o.kind_) return false;
+  if (kind_ != o.kind_ || generator_ != o.generator_) return false;
   switch (kind_) {
     case Kind::kUndefined:
     case Kind::kNone: return true;
@@ -332,7 +392,9 @@ List Value::iterate() const {
 int64_t Value::length() const {
   switch (kind_) {
     case Kind::kString: return static_cast<int64_t>(utf8_chars(*s_).size());
-    case Kind::kList: return static_cast<int64_t>(list_->size());
+    case Kind::kList:
+      if (generator_) throw Error("object of type 'generator' has no len()");
+      return static_cast<int64_t>(list_->size());
     case Kind::kDict: return static_cast<int64_t>(dict_->size());
     default: throw Error(fmt::format("object of type '{}' has no len()", type_name()));
   }

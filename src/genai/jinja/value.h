@@ -1,7 +1,7 @@
 #pragma once
 // The values a Jinja template computes with, following Python's semantics as
 // jinja2 exposes them: none/undefined, bool, int, float, str, list, dict
-// (insertion-ordered), callables (filters' targets, macros, methods) and
+// (insertion-ordered, keys of any hashable kind: {0: 'a'} keeps its int key), callables (filters' targets, macros, methods) and
 // namespace() objects. Lists, dicts and namespaces are shared by reference, as
 // Python objects are.
 #include <cstdint>
@@ -28,7 +28,7 @@ class Error : public std::runtime_error {
 
 class Value;
 using List = std::vector<Value>;
-using Dict = std::vector<std::pair<std::string, Value>>;
+using Dict = std::vector<std::pair<Value, Value>>;
 
 struct Args {
   std::vector<Value> positional;
@@ -37,6 +37,14 @@ struct Args {
   const Value* get(size_t index, const char* name) const;
 };
 using Function = std::function<Value(const Args&)>;
+
+struct JsonFormat {
+  int indent = -1;  // -1: one line
+  std::string item_separator = ", ";  // Python's default: "," when indented
+  std::string key_separator = ": ";
+  bool sort_keys = false;
+  bool ensure_ascii = false;  // non-ASCII as \uXXXX (surrogate pairs above U+FFFF)
+};
 
 class Value {
  public:
@@ -54,6 +62,11 @@ class Value {
   Value(Dict dict);
   Value(Function fn);
   static Value make_namespace(Dict attrs);
+  // markupsafe.Markup, what `|safe` and `|escape` return: `Markup + str` escapes the str.
+  static Value markup(std::string s);
+  // A Python generator over `items` (what map/select/reject/unique return): always true,
+  // no len(), not subscriptable, not JSON serializable.
+  static Value generator(List items);
   static Value from_json(const nlohmann::ordered_json& j);
 
   Kind kind() const { return kind_; }
@@ -68,6 +81,8 @@ class Value {
   bool is_dict() const { return kind_ == Kind::kDict; }
   bool is_function() const { return kind_ == Kind::kFunction; }
   bool is_namespace() const { return kind_ == Kind::kNamespace; }
+  bool is_markup() const { return kind_ == Kind::kString && markup_; }
+  bool is_generator() const { return kind_ == Kind::kList && generator_; }
 
   bool as_bool() const { return b_; }
   int64_t as_int() const { return kind_ == Kind::kFloat ? static_cast<int64_t>(f_) : (kind_ == Kind::kBool ? b_ : i_); }
@@ -77,17 +92,18 @@ class Value {
   Dict& dict() const { return *dict_; }
   const Function& function() const { return *fn_; }
 
-  // Dict and namespace lookup; nullptr when absent.
+  // Dict and namespace lookup by Python key equality (1 == 1.0 == True); nullptr when absent.
   const Value* find(const std::string& key) const;
+  const Value* find(const Value& key) const;
   void set(const std::string& key, Value v) const;
+  void set(const Value& key, Value v) const;
 
   bool truthy() const;
   // Python's str() and repr() of the value.
   std::string to_string() const;
   std::string repr() const;
-  // json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=...) with
-  // Python's default separators (", " and ": "; "," when indented).
-  std::string to_json(int indent, bool sort_keys) const;
+  // json.dumps(value, ensure_ascii=..., indent=..., separators=..., sort_keys=...).
+  std::string to_json(const JsonFormat& format) const;
   const char* type_name() const;
   // Python ==: 1 == 1.0 == True, lists and dicts deep.
   bool equals(const Value& other) const;
@@ -100,6 +116,8 @@ class Value {
  private:
   Kind kind_ = Kind::kUndefined;
   bool b_ = false;
+  bool markup_ = false;
+  bool generator_ = false;
   int64_t i_ = 0;
   double f_ = 0;
   std::shared_ptr<const std::string> s_;
