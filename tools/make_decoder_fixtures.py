@@ -17,7 +17,10 @@ no head grouping, so K/V get as many heads as Q.
 Weights are N(0, 1/fan_in) so every residual-stream activation stays near unit
 RMS and the top logits have clear margins; int4 weights are quantized from such
 f32 weights per block of 32 with asymmetric scales and packed zero points, as
-MatMulNBits stores them. Only onnx and numpy are needed:
+MatMulNBits stores them. Only onnx and numpy are needed. Other tools import
+Fixture with trained weights instead (`weights`: numpy arrays named as the
+initializers, linear weights [K, N]; `shape`: a PRESETS-style dict), e.g.
+tools/train_default_model.py for the llama family:
 
   python3 tools/make_decoder_fixtures.py --family qwen2 --weights int4 \
       --shape qwen2.5-0.5b --layers 2 --vocab 8192 --out /tmp/qwen2-int4
@@ -111,10 +114,14 @@ def quantize_int4(w):
 
 
 class Fixture:
-    def __init__(self, args):
+    def __init__(self, args, weights=None, shape=None):
+        """weights: {name: array} replacing the random draws of the embedding, norms and linear weights
+        (the llama-family genai graph); shape: hidden/heads/kv_heads/head/intermediate/vocab/layers
+        instead of PRESETS[args.shape]."""
         self.args = args
         self.fam = FAMILIES[args.family]
-        p = dict(PRESETS[args.shape])
+        self.weights = weights
+        p = dict(shape if shape is not None else PRESETS[args.shape])
         if args.layers is not None:
             p["layers"] = args.layers
         if args.vocab is not None:
@@ -136,12 +143,25 @@ class Fixture:
     def randn(self, *shape, std=1.0):
         return (self.rng.standard_normal(shape) * std).astype(np.float32)
 
-    def norm_weight(self):
-        return (1.0 + 0.1 * self.rng.standard_normal(self.hidden)).astype(np.float32)
+    def param(self, name, draw, shape):
+        """The given weight `name` when the fixture has weights, else draw() (keeps the random stream as before)."""
+        if self.weights is None:
+            return draw()
+        if name not in self.weights:
+            raise KeyError(f"weights: no '{name}' (expected shape {shape})")
+        w = np.asarray(self.weights[name], dtype=np.float32)
+        if w.shape != tuple(shape):
+            raise ValueError(f"weights: '{name}' has shape {w.shape}, expected {tuple(shape)}")
+        return w
+
+    def norm_weight(self, name=None):
+        return self.param(name, lambda: (1.0 + 0.1 * self.rng.standard_normal(self.hidden)).astype(np.float32),
+                          (self.hidden,))
 
     def linear(self, name, x, k, n, out=None, gain=1.0):
         """x [B,S,k] @ W [k,n]; W ~ N(0, gain^2/k). MatMulNBits for int4, MatMul for fp32."""
-        w = self.randn(k, n, std=gain / np.sqrt(k))
+        w = self.param(name[1:].replace("/", ".") + ".weight", lambda: self.randn(k, n, std=gain / np.sqrt(k)),
+                       (k, n))
         g = self.g
         outputs = [out] if out else None
         if not self.int4:
@@ -166,7 +186,7 @@ class Fixture:
     def simplified_norm(self, name, x, weight_name, skip=None, last=False):
         """(Skip)SimplifiedLayerNormalization: returns (normalized, residual sum or None)."""
         g = self.g
-        w = g.init(weight_name, self.norm_weight())
+        w = g.init(weight_name, self.norm_weight(weight_name))
         if skip is None:
             return g.node("SimplifiedLayerNormalization", [x, w], f"{name}/LayerNorm", axis=-1, epsilon=self.fam["eps"],
                           stash_type=1), None
@@ -289,8 +309,9 @@ class Fixture:
         g = self.g
         gemma = self.args.family == "gemma2"
         emb_std = 1.0 / np.sqrt(self.hidden) if gemma else 1.0  # Gemma scales by sqrt(hidden) after the Gather
-        emb = g.node("Gather", [g.init("model.embed_tokens.weight", self.randn(self.vocab, self.hidden, std=emb_std)),
-                                "input_ids"], "/model/embed_tokens/Gather")
+        table = self.param("model.embed_tokens.weight", lambda: self.randn(self.vocab, self.hidden, std=emb_std),
+                           (self.vocab, self.hidden))
+        emb = g.node("Gather", [g.init("model.embed_tokens.weight", table), "input_ids"], "/model/embed_tokens/Gather")
         if gemma:
             emb = g.node("Mul", [emb, g.const(np.round(np.sqrt(self.hidden), 2), np.float32)], "/model/embed_tokens/Mul")
         seqlens, total32, total = self.mask_subgraph()
