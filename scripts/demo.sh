@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The README's first command: set up, build, and run Ember's main job on the
-# bundled demo model (models/demo, made by tools/make_demo_model.py): its
-# outputs, then its per-run timing.
+# embedded default model (models/default: a small decoder trained on fortune
+# cookies by tools/train_default_model.py): generate text from a few prompts,
+# then measure prompt-processing and generation speed.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/build.sh"
 ember="${EMBER_BUILD_DIR:-$root/build}/ember"
-"$ember" info "$root/models/demo/model.onnx"
-"$ember" run "$root/models/demo/model.onnx" --input x="$root/models/demo/x.npy" \
-  --output-dir "${EMBER_BUILD_DIR:-$root/build}/demo_output"
-"$ember" perf "$root/models/demo/model.onnx" --dim batch=4 --iters 2000
+model="$root/models/default"
+for prompt in "The computer" "Love is" "A wise man"; do
+  echo "> $prompt"
+  "$ember" generate "$model" --prompt "$prompt" --seed 7 --max-new-tokens 60
+done
+"$ember" bench "$model" -p 64 -n 64 -r 5

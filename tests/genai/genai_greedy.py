@@ -9,7 +9,10 @@ the optimum-style export) it writes the model folder, runs onnxruntime-genai's
 greedy search for 64 new tokens after a fixed 12-token prompt, and runs
 `ember generate --prompt-ids ... --greedy --json` on the same folder. The token ids
 must be identical (both stop early only at an EOS id, which genai leaves out of
-the sequence and Ember reports).
+the sequence and Ember reports). The trained default model (models/default) runs
+from text prompts instead: Ember's prompt ids must be Hugging Face tokenizers'
+encode(text) (genai's own tokenizer leaves out the <|bos|> that the folder's
+post-processor adds, so genai gets HF's ids), and the generated ids genai's.
 
 One exception, for int8 activations only: with MatMulNBits accuracy_level 4 both
 runtimes quantize activations to int8, and inputs a few ulp apart flip codes, so
@@ -31,6 +34,7 @@ import sys
 import numpy as np
 import onnxruntime as ort
 import onnxruntime_genai as og
+from tokenizers import Tokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NEW_TOKENS = 64
@@ -38,6 +42,7 @@ FAMILIES = ["llama", "qwen2", "qwen3", "phi3", "gemma2", "mistral"]
 FIXTURES = ([(f, w, "gqa") for f in FAMILIES for w in ("int4", "fp32")] +
             [("llama", "fp32", "mha"), ("optimum", "fp32", "gqa")])
 INT8_TOLERANCE = 0.1  # x RMS of the logits, per runtime
+DEFAULT_MODEL_PROMPTS = ["The computer", "Love is", "A wise man", "Q: Why did the chicken cross the road?", "Ünïcödé 🚀  spaces"]
 
 
 def reference_top2(folder, tokens):
@@ -69,10 +74,38 @@ def genai_greedy(folder, prompt):
     return [int(t) for t in generator.get_sequence(0)[len(prompt):]]
 
 
+def ember_generate(ember, folder, prompt_args):
+    """Ember's generated ids (EOS left out, as genai does) and prompt ids, or its error."""
+    run = subprocess.run([ember, "generate", folder, *prompt_args, "--greedy", "--max-new-tokens", str(NEW_TOKENS),
+                          "--json"], capture_output=True, text=True)
+    if run.returncode != 0:
+        return None, None, run.stderr.strip()
+    result = json.loads(run.stdout)
+    tokens = result["generated_tokens"]
+    return (tokens[:-1] if result["stop_reason"] == "eos" else tokens), result["prompt_tokens"], None
+
+
+def check_default_model(ember):
+    folder = os.path.join(ROOT, "models/default")
+    hf = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    failures = 0
+    for text in DEFAULT_MODEL_PROMPTS:
+        prompt = hf.encode(text).ids
+        got, prompt_ids, error = ember_generate(ember, folder, ["--prompt", text])
+        expected = genai_greedy(folder, prompt)
+        if error is None and prompt_ids == prompt and got == expected:
+            print(f"ok: models/default {text!r}: prompt ids and {len(expected)} tokens identical")
+        else:
+            failures += 1
+            print(f"FAILED: models/default {text!r}: {error or ''}\n  HF prompt {prompt}\n  Ember prompt {prompt_ids}\n"
+                  f"  onnxruntime-genai {expected}\n  ember             {got}")
+    return failures
+
+
 def main():
     ember, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
-    failures = 0
+    failures = check_default_model(ember)
     for family, weights, attention in FIXTURES:
         name = f"{family}-{weights}-{attention}"
         folder = os.path.join(work, name)
@@ -83,14 +116,11 @@ def main():
             vocab = json.load(f)["model"]["vocab_size"]
         prompt = [(7 + 31 * i) % (vocab - 3) for i in range(12)]
         expected = genai_greedy(folder, prompt)
-        run = subprocess.run([ember, "generate", folder, "--prompt-ids", ",".join(map(str, prompt)), "--greedy",
-                              "--max-new-tokens", str(NEW_TOKENS), "--json"], capture_output=True, text=True)
-        if run.returncode != 0:
+        got, _, error = ember_generate(ember, folder, ["--prompt-ids", ",".join(map(str, prompt))])
+        if error is not None:
             failures += 1
-            print(f"FAILED: {name}: {run.stderr.strip()}")
+            print(f"FAILED: {name}: {error}")
             continue
-        result = json.loads(run.stdout)
-        got = result["generated_tokens"][:-1] if result["stop_reason"] == "eos" else result["generated_tokens"]
         if got == expected:
             print(f"ok: {name}: {len(expected)} tokens identical")
             continue
