@@ -487,6 +487,66 @@ TEST(MatMulNBitsPacked, OneAndTwoThreadsAgreeBitForBit) {
   }
 }
 
+// Decode (one row, accuracy_level 4) on either side of the size where the op
+// stops running on one thread (kDecodeSplitBytes, 384 KiB: 44 tiles at K=896)
+// and with tile counts that split unevenly: the same bits for 1 and 2 threads
+// and the reference path's bits.
+TEST(MatMulNBitsPacked, DecodeSplitsAgreeBitForBit) {
+  for (int64_t n : {40, 687, 700, 1152}) {
+    Case c;
+    c.accuracy_level = 4;
+    c.k = 896;
+    c.n = n;
+    c.bias = (n & 1) != 0;
+    c.a_lead = {1};
+    SCOPED_TRACE(testing::Message() << "N=" << n);
+    Quantized q = quantize(c, 17);
+    std::vector<const Tensor*> inputs = {&q.a_t, &q.b_t, &q.scales_t};
+    if (c.bias) inputs.insert(inputs.end(), {nullptr, nullptr, &q.bias_t});
+    auto reference = run_nbits(inputs, attrs_of(c));
+    ASSERT_TRUE(reference.is_ok()) << reference.status().to_string();
+    for (int threads : {1, 2}) {
+      threading::ScopedThreadLimit limit(threads);
+      int64_t packed_bytes = 0;
+      auto r = run_nbits_constant(inputs, attrs_of(c), &packed_bytes);
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      EXPECT_GT(packed_bytes, 0);
+      EXPECT_EQ(test::values_of<float>(r.value()[0]), test::values_of<float>(reference.value()[0]))
+          << threads << " threads";
+    }
+  }
+}
+
+// Packed-weight memory: zeroed, 64-byte aligned, slices that never overlap,
+// from a byte to more than a shared chunk (32 MiB), and each keeps its bytes
+// while slices around it are freed and new ones taken.
+TEST(MatMulNBitsPacked, PackedBytesZeroedAlignedDisjoint) {
+  const std::vector<size_t> sizes = {0, 1, 63, 64, 65, 1000, size_t{3} << 20, 17, size_t{40} << 20, 4096};
+  std::vector<quant::NBitsPackedBytes> slices;
+  for (size_t size : sizes) slices.emplace_back(size);
+  const auto check_zero_and_fill = [](quant::NBitsPackedBytes& b, uint8_t fill) {
+    ASSERT_NE(b.data(), nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % 64, 0u);
+    const uint8_t* p = static_cast<const uint8_t*>(b.data());
+    EXPECT_TRUE(std::all_of(p, p + b.size(), [](uint8_t v) { return v == 0; })) << b.size() << " bytes";
+    std::memset(b.data(), fill, b.size());
+  };
+  for (size_t i = 0; i < slices.size(); ++i) {
+    EXPECT_EQ(slices[i].size(), sizes[i]);
+    check_zero_and_fill(slices[i], static_cast<uint8_t>(i + 1));
+  }
+  for (size_t i = 0; i < slices.size(); i += 2) slices[i] = quant::NBitsPackedBytes();
+  for (size_t size : {size_t{100}, size_t{5} << 20}) {
+    slices.emplace_back(size);
+    check_zero_and_fill(slices.back(), 0xEE);
+  }
+  for (size_t i = 1; i < sizes.size(); i += 2) {
+    const uint8_t* p = static_cast<const uint8_t*>(slices[i].data());
+    const uint8_t want = static_cast<uint8_t>(i + 1);
+    EXPECT_TRUE(std::all_of(p, p + slices[i].size(), [&](uint8_t v) { return v == want; })) << "slice " << i;
+  }
+}
+
 // The weights of a quantized case as the kernel's reader sees them.
 quant::NBitsWeights weights_of(const Case& c, const Quantized& q) {
   quant::NBitsWeights w;

@@ -9,7 +9,6 @@
 // same bits); everything else computes in f32.
 #include <algorithm>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "kernels/common/convert.h"
@@ -45,6 +44,13 @@ constexpr int64_t kTileGrain = kRowReuseTiles;
 // Rows of A from which the f32 path dequantizes weights once into panels
 // shared by the rows (f32_q4_gemm) instead of decoding them per row.
 constexpr int64_t kPanelRows = 4;
+// Decode (M = 1) at accuracy_level 4 runs on one thread below this many weight
+// bytes, else splits tile by tile (grain 1: even ranges for any tile count;
+// 64 KiB ranges left 72 tiles as 21+21+21+9). /tmp loop over cold copies of
+// K = 896 weights, best of 41 passes, 2 threads against 1: N = 512 (0.29 MB)
+// 8.4-9.0 against 8.9-9.1 us, N = 768 (0.43 MB) 12.2-14.2 against 13.4-13.6 us,
+// N = 896 (0.5 MB) 13.6 against 16.9 us.
+constexpr int64_t kDecodeSplitBytes = 384 << 10;
 // Rows of A per thread range when quantizing A for accuracy_level 4.
 constexpr int64_t kQuantizeRowGrain = 16;
 
@@ -107,7 +113,7 @@ NBitsWeights weights_of(const KernelContext& ctx, const NBitsAttrs& at, DType sc
 
 class MatMulNBitsKernel final : public OpKernel {
  public:
-  MatMulNBitsKernel(NBitsAttrs attrs, DType a_dtype, DType zp_dtype, std::optional<NBitsPacked> packed)
+  MatMulNBitsKernel(NBitsAttrs attrs, DType a_dtype, DType zp_dtype, std::unique_ptr<NBitsPacked> packed)
       : at_(attrs), a_dtype_(a_dtype), zp_dtype_(zp_dtype), packed_(std::move(packed)),
         ukernels_(&quant::nbits_table()) {}
 
@@ -237,8 +243,10 @@ class MatMulNBitsKernel final : public OpKernel {
                                   r.scales.data() + r_begin * g.k_blocks, r.sums.data() + r_begin * g.k_blocks);
     });
     const quant::NBitsQ8Rows rows{r.q.data(), r.scales.data(), r.sums.data()};
-    const int64_t group = m == 1 ? quant::kNBitsDecodeTiles : kRowReuseTiles;
-    threading::parallel_for(num_tiles, group, [&](int64_t t_begin, int64_t t_end) {
+    // Decode reads each thread's range of tiles as one stream: one call per range.
+    const int64_t group = m == 1 ? num_tiles : kRowReuseTiles;
+    const int64_t grain = m > 1 ? kRowReuseTiles : num_tiles * g.tile_bytes < kDecodeSplitBytes ? num_tiles : 1;
+    threading::parallel_for(num_tiles, grain, [&](int64_t t_begin, int64_t t_end) {
       for (int64_t t0 = t_begin; t0 < t_end; t0 += group) {
         const int64_t col = t0 * kNBitsTileCols;
         const int64_t cols = std::min(std::min(t_end, t0 + group) * kNBitsTileCols, at_.n) - col;
@@ -284,7 +292,7 @@ class MatMulNBitsKernel final : public OpKernel {
   NBitsAttrs at_;
   DType a_dtype_;
   DType zp_dtype_;
-  std::optional<NBitsPacked> packed_;
+  std::unique_ptr<NBitsPacked> packed_;  // null: the reference path
   const quant::NBitsTable* ukernels_;
 };
 
@@ -351,16 +359,16 @@ Result<DType> check_dtypes(const KernelInit& init) {
 
 // The packed weights when the fast path applies: 4-bit codes, f32 A, and B,
 // scales and zero points (when given) all constant.
-Result<std::optional<NBitsPacked>> prepack(const KernelInit& init, const NBitsAttrs& at, DType zp_dtype) {
+Result<std::unique_ptr<NBitsPacked>> prepack(const KernelInit& init, const NBitsAttrs& at, DType zp_dtype) {
   const auto constant = [&](size_t i) { return i < init.constant_inputs.size() && init.constant_inputs[i]; };
   const bool zp_ready = input_dtype(init, kZeroPoints) == DType::kUndefined || constant(kZeroPoints);
   if (at.bits != 4 || at.block_size > quant::kNBitsMaxPackedBlock || init.input_dtypes[kA] != DType::kF32 || !constant(kB) ||
       !constant(kScales) || !zp_ready) {
-    return std::optional<NBitsPacked>();
+    return std::unique_ptr<NBitsPacked>();
   }
   const KernelContext constants(init.constant_inputs, {});
   EMBER_RETURN_IF_ERROR(check_weight_shapes(constants, at, zp_dtype));
-  return std::optional<NBitsPacked>(quant::nbits_pack_q4(weights_of(constants, at, DType::kF32, zp_dtype)));
+  return std::make_unique<NBitsPacked>(quant::nbits_pack_q4(weights_of(constants, at, DType::kF32, zp_dtype)));
 }
 
 }  // namespace
@@ -369,7 +377,7 @@ Result<std::unique_ptr<OpKernel>> create_matmul_nbits(const KernelInit& init) {
   EMBER_ASSIGN_OR_RETURN(DType zp_dtype, check_dtypes(init));
   EMBER_ASSIGN_OR_RETURN(NBitsAttrs attrs, read_attrs(init.node));
   attrs.int8_activations = attrs.int8_activations && (zp_dtype == DType::kUndefined || zp_dtype == DType::kU8);
-  EMBER_ASSIGN_OR_RETURN(std::optional<NBitsPacked> packed, prepack(init, attrs, zp_dtype));
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<NBitsPacked> packed, prepack(init, attrs, zp_dtype));
   return std::unique_ptr<OpKernel>(
       std::make_unique<MatMulNBitsKernel>(attrs, init.input_dtypes[kA], zp_dtype, std::move(packed)));
 }

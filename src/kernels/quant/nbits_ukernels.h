@@ -28,11 +28,6 @@ inline constexpr int64_t kNBitsDefaultZeroPoint = 8;
 // The largest block_size the packed path takes: the f32 kernels keep one block
 // of A (and a panel of that depth) on the stack.
 inline constexpr int64_t kNBitsMaxPackedBlock = 256;
-// accuracy_level 4 at M = 1 (decode) streams this many tiles at once: eight
-// weight streams keep more DRAM reads in flight than four (a /tmp read loop
-// over 9 KiB streams: 20.4 against 19.2 GB/s) while the int32 and f32 sums
-// still fit in registers. The op also uses it as the decode thread grain.
-inline constexpr int64_t kNBitsDecodeTiles = 8;
 
 enum class NBitsZeroPoints : uint8_t { kDefault, kU8, kF32 };
 

@@ -1,11 +1,58 @@
 #include "kernels/quant/nbits_weights.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
+#include <new>
+
+#include "base/buffer.h"
 
 namespace ember::kernels::quant {
 namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+// Chunks are mapped, not touched: only the used bytes (rounded up to a huge
+// page) become resident, so the size only bounds how often a chunk is mapped.
+constexpr size_t kChunkBytes = size_t{32} << 20;
+
+struct Chunk {
+  uint8_t* begin = nullptr;  // 2 MiB aligned
+  size_t size = 0;
+  void* mapping = nullptr;
+  size_t mapping_size = 0;
+  ~Chunk() { munmap(mapping, mapping_size); }
+};
+
+// Anonymous memory is zero, so slices start zeroed. madvise is a hint: where
+// huge pages are off or short, the chunk keeps 4 KiB pages.
+std::shared_ptr<Chunk> map_chunk(size_t size) {
+  const size_t mapping_size = size + kHugePage;
+  void* m = mmap(nullptr, mapping_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw std::bad_alloc();
+  auto chunk = std::make_shared<Chunk>();
+  chunk->mapping = m;
+  chunk->mapping_size = mapping_size;
+  chunk->begin = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(m) + kHugePage - 1) / kHugePage * kHugePage);
+  chunk->size = size;
+  madvise(chunk->begin, size, MADV_HUGEPAGE);
+  return chunk;
+}
+
+// The chunk that slices come from next, and its bytes in use. Weak: a chunk
+// whose slices are all gone is unmapped even while it is the current one.
+struct Arena {
+  std::mutex mutex;
+  std::weak_ptr<Chunk> current;
+  size_t used = 0;
+};
+
+Arena& arena() {
+  static Arena a;
+  return a;
+}
 
 float read_float(DType dtype, const void* data, int64_t i) {
   if (dtype == DType::kF16) return Float16::to_float(static_cast<const uint16_t*>(data)[i]);
@@ -36,6 +83,20 @@ void pack_q4_block(const NBitsWeights& w, const NBitsPackedGeometry& g, int64_t 
   const int64_t len = std::min(w.block_size, w.k - block * w.block_size);
   for (int64_t c = 0; c < kNBitsTileCols && n0 + c < w.n; ++c) {
     const uint8_t* blob = w.packed + ((n0 + c) * w.k_blocks + block) * w.blob_size;
+    if (len == w.block_size) {
+      // A whole block: the 4 source bytes of an octet hold k = 8o .. 8o + 7, two
+      // a byte, low nibble first; lane byte j takes k = 8o + j and 8o + 4 + j.
+      // Byte by byte: 2.2 against 10 ms for a 896 x 4864 matrix (load time).
+      for (int64_t o = 0; o < w.block_size / kNBitsOctetK; ++o) {
+        const uint8_t* src = blob + o * 4;
+        uint8_t* lane = out + o * 64 + c * 4;
+        for (int j = 0; j < 4; ++j) {
+          const int shift = (j & 1) * 4;
+          lane[j] = static_cast<uint8_t>(((src[j / 2] >> shift) & 0xF) | ((src[2 + j / 2] >> shift) & 0xF) << 4);
+        }
+      }
+      continue;
+    }
     for (int64_t i = 0; i < len; ++i) {
       const int64_t octet = i / kNBitsOctetK, within = i % kNBitsOctetK;
       uint8_t& byte = out[octet * 64 + c * 4 + within % 4];
@@ -59,6 +120,28 @@ void pack_q4_block(const NBitsWeights& w, const NBitsPackedGeometry& g, int64_t 
 
 }  // namespace
 
+NBitsPackedBytes::NBitsPackedBytes(size_t bytes) : size_(bytes) {
+  const size_t need = align_up(bytes == 0 ? 1 : bytes);
+  Arena& a = arena();
+  std::lock_guard<std::mutex> lock(a.mutex);
+  std::shared_ptr<Chunk> current = a.current.lock();
+  const size_t left = current ? current->size - a.used : 0;
+  if (need <= left) {
+    data_ = current->begin + a.used;
+    chunk_ = std::move(current);
+    a.used += need;
+    return;
+  }
+  // A new chunk; it becomes the current one unless the old one has more room left.
+  std::shared_ptr<Chunk> chunk = map_chunk(std::max(kChunkBytes, align_up(need, kHugePage)));
+  chunk_ = chunk;
+  data_ = chunk->begin;
+  if (chunk->size - need > left) {
+    a.current = chunk;
+    a.used = need;
+  }
+}
+
 NBitsPacked nbits_pack_q4(const NBitsWeights& w) {
   NBitsPacked p;
   NBitsPackedGeometry& g = p.geometry;
@@ -74,9 +157,8 @@ NBitsPacked nbits_pack_q4(const NBitsWeights& w) {
   g.block_bytes = w.block_size / kNBitsOctetK * 64 + kNBitsTileCols * sizeof(float) + zp_bytes;
   g.tile_bytes = g.k_blocks * g.block_bytes;
   const int64_t tiles = (w.n + kNBitsTileCols - 1) / kNBitsTileCols;
-  p.bytes.resize(static_cast<size_t>(tiles * g.tile_bytes));
+  p.bytes = NBitsPackedBytes(static_cast<size_t>(tiles * g.tile_bytes));
   uint8_t* out = static_cast<uint8_t*>(p.bytes.data());
-  std::memset(out, 0, p.bytes.size());
   for (int64_t t = 0; t < tiles; ++t) {
     for (int64_t b = 0; b < w.k_blocks; ++b) {
       pack_q4_block(w, g, t * kNBitsTileCols, b, out + t * g.tile_bytes + b * g.block_bytes);
