@@ -156,6 +156,7 @@ Result<std::unique_ptr<Generator>> Generator::create(GenaiConfig config, const G
   g->session_ = std::move(*session);
   g->capacity_ = options.max_length > 0 ? options.max_length : g->config_.search.max_length;
   g->max_batch_ = std::max(1, options.max_batch);
+  g->prefill_chunk_ = options.prefill_chunk;
   if (g->capacity_ > g->config_.context_length) {
     return invalid_argument("max length {} exceeds the model's context_length {}", g->capacity_,
                             g->config_.context_length);
@@ -263,10 +264,26 @@ Status Generator::append(std::span<const int64_t> tokens) {
   if (past + s > capacity_) {
     return invalid_argument("{} cached + {} new tokens exceed the context of {} tokens", past, s, capacity_);
   }
-  for (int64_t i = 0; i < s; ++i) {
-    const int64_t t = tokens[static_cast<size_t>(i)];
+  for (int64_t t : tokens) {
     if (t < 0 || t >= vocab_) return invalid_argument("token id {} is outside the vocabulary [0, {})", t, vocab_);
-    ids_.data_as<int64_t>()[i] = t;
+  }
+  const int64_t chunk = prefill_chunk_ > 0 ? prefill_chunk_ : s;
+  for (int64_t begin = 0; begin < s; begin += chunk) {
+    const Status ran = run_tokens(tokens.subspan(static_cast<size_t>(begin), static_cast<size_t>(std::min(chunk, s - begin))));
+    if (!ran.is_ok()) {
+      // Keep the promise that a failed append leaves the cache as it was.
+      EMBER_RETURN_IF_ERROR(truncate(past));
+      return ran;
+    }
+  }
+  return Status::ok();
+}
+
+Status Generator::run_tokens(std::span<const int64_t> tokens) {
+  const auto s = static_cast<int64_t>(tokens.size());
+  const auto past = static_cast<int64_t>(tokens_.size());
+  for (int64_t i = 0; i < s; ++i) {
+    ids_.data_as<int64_t>()[i] = tokens[static_cast<size_t>(i)];
     positions_.data_as<int64_t>()[i] = past + i;
   }
   ids_view_ = Tensor(DType::kI64, {1, s}, ids_.data());

@@ -24,6 +24,11 @@ struct GeneratorOptions {
   int num_threads = 0;  // 0: genai_config's intra_op_num_threads, else Ember's default
   int max_length = 0;   // KV capacity in tokens; 0: search.max_length
   int max_batch = 1;    // rows generate_batch() may run at once
+  // Prompt tokens per model run (0: the whole prompt at once). Activation
+  // memory grows with the tokens of a run: a 4000-token prompt of the
+  // Qwen2.5-0.5B-shaped fixture in one run peaked at 1.16x its weights + KV
+  // cache, in runs of 512 at (see docs/benchmarks/2026-12-01-generation.md).
+  int prefill_chunk = 512;
   runtime::LoadProgress progress;  // hears the weights being prepacked; may be empty
 };
 
@@ -91,8 +96,8 @@ class Generator {
   Result<std::vector<GenerationResult>> generate_batch(std::span<const std::vector<int64_t>> prompts,
                                                        const GenerationParams& params);
 
-  // Runs `tokens` after the cached ones; last_logits() then holds the logits
-  // of the last of them. On error the cache is as before.
+  // Runs `tokens` after the cached ones, prefill_chunk at a time; last_logits()
+  // then holds the logits of the last of them. On error the cache is as before.
   Status append(std::span<const int64_t> tokens);
   // Keeps the KV of the first `length` cached tokens.
   Status truncate(int64_t length);
@@ -103,6 +108,8 @@ class Generator {
  private:
   Generator() = default;
   Status bind_io();
+  // One model run of `tokens` after the cached ones (checked by append()).
+  Status run_tokens(std::span<const int64_t> tokens);
   void allocate_cache();
   // One decode step of rows [0, tokens.size()): row r appends tokens[r] after its past[r] tokens.
   Status decode_rows(std::span<const int64_t> tokens, std::span<const int64_t> past);
@@ -112,6 +119,7 @@ class Generator {
   int64_t capacity_ = 0;
   int64_t weight_bytes_ = 0;
   int64_t max_batch_ = 1;
+  int64_t prefill_chunk_ = 0;
   int64_t row_ = 0;  // the cache row append() works on
   bool shared_ = false;
   bool last_position_logits_ = false;

@@ -11,7 +11,7 @@
 namespace ember::runtime {
 
 struct Executor::RunState {
-  uint64_t generation = 0;  // of the plan the tables below were made for
+  uint64_t plan_id = 0;  // of the plan the tables below were made for
   AlignedBuffer arena;
   std::vector<Tensor> values;            // indexed by ValueId
   std::vector<const Tensor*> in_ptrs;    // parallel to Plan::step_inputs
@@ -23,8 +23,7 @@ struct Executor::RunState {
 
 struct Executor::PlanEntry {
   std::unique_ptr<Plan> plan;
-  uint64_t generation = 0;  // bumped each time `plan` is rebuilt for another signature
-  std::vector<std::unique_ptr<RunState>> free_states;
+  uint64_t id = 0;  // new each time `plan` is (re)built for a signature
 };
 
 namespace {
@@ -183,7 +182,6 @@ Result<std::shared_ptr<Executor::PlanEntry>> Executor::find_or_build_plan(std::s
     // Only a plan no run holds can be rebuilt: runs take their entry under mutex_.
     if (plans_.back().use_count() == 1) {
       entry = std::move(plans_.back());
-      ++entry->generation;
     }
     plans_.pop_back();
   }
@@ -197,6 +195,7 @@ Result<std::shared_ptr<Executor::PlanEntry>> Executor::find_or_build_plan(std::s
   planning_ns_ += static_cast<size_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
   EMBER_RETURN_IF_ERROR(st);
+  entry->id = ++next_plan_id_;
   ++plans_built_;
   if (rebuilt) ++plans_rebuilt_;
   plans_.insert(plans_.begin(), entry);
@@ -234,6 +233,7 @@ ExecutorStats Executor::stats() const {
     const kernels::OpKernel* k = slot.load(std::memory_order_acquire);
     s.packed_bytes += k ? static_cast<size_t>(k->packed_bytes()) : 0;
   }
+  for (const auto& state : free_states_) s.idle_arena_capacity += state->arena.capacity();
   s.plans_built = plans_built_;
   s.plans_cached = plans_.size();
   s.plans_rebuilt = plans_rebuilt_;
@@ -247,21 +247,23 @@ ExecutorStats Executor::stats() const {
   return s;
 }
 
-std::unique_ptr<Executor::RunState> Executor::acquire_state(PlanEntry& entry) const {
+std::unique_ptr<Executor::RunState> Executor::acquire_state(const PlanEntry& entry) const {
   std::unique_ptr<RunState> state;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!entry.free_states.empty()) {
-      state = std::move(entry.free_states.back());
-      entry.free_states.pop_back();
-      if (state->generation == entry.generation) return state;
+    if (!free_states_.empty()) {
+      auto made_for = std::find_if(free_states_.begin(), free_states_.end(),
+                                   [&](const auto& s) { return s->plan_id == entry.id; });
+      if (made_for == free_states_.end()) made_for = free_states_.end() - 1;
+      state = std::move(*made_for);
+      free_states_.erase(made_for);
+      if (state->plan_id == entry.id) return state;
     }
   }
-  // A new state, or one made for the plan this entry held before: its vectors
-  // and arena keep their capacity.
+  // A new state, or one made for another plan: its vectors and arena keep their capacity.
   if (!state) state = std::make_unique<RunState>();
   const Plan& plan = *entry.plan;
-  state->generation = entry.generation;
+  state->plan_id = entry.id;
   state->arena.resize(plan.arena_bytes);
   auto* base = static_cast<char*>(state->arena.data());
   state->values.resize(plan.values.size());
@@ -279,10 +281,10 @@ std::unique_ptr<Executor::RunState> Executor::acquire_state(PlanEntry& entry) co
   return state;
 }
 
-void Executor::release_state(PlanEntry& entry, std::unique_ptr<RunState> state) const {
+void Executor::release_state(std::unique_ptr<RunState> state) const {
   for (ir::ValueId id : state->dynamic_values) state->values[static_cast<size_t>(id)] = Tensor();
   std::lock_guard<std::mutex> lock(mutex_);
-  entry.free_states.push_back(std::move(state));
+  free_states_.push_back(std::move(state));
 }
 
 Status Executor::run_step(const Plan& plan, const Step& step, RunState& state) const {
@@ -385,7 +387,7 @@ Status Executor::run_impl(std::span<const Tensor* const> inputs, std::vector<Ten
       st = copy_bound_outputs(plan, bound, *state);
     }
   }
-  release_state(*entry, std::move(state));
+  release_state(std::move(state));
   return st;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // Executor: runs one graph (the model, or a subgraph of an If) over plans cached
 // per input-shape signature. Thread-safe: plans are shared read-only; each run
-// takes its own RunState (arena + value table) from a pool.
+// takes a RunState (arena + value table) from one pool shared by all plans, so
+// runs one after another use one arena whatever their shapes (a chunked
+// prefill or a decode loop makes a new plan per run).
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -68,8 +70,8 @@ class Executor : public kernels::SubgraphCompiler {
   Status check_shared_buffer(ir::ValueId output, const Tensor& out, std::span<const Tensor* const> inputs) const;
   Status copy_bound_outputs(const Plan& plan, std::span<Tensor* const> bound, RunState& state) const;
   void give_outputs(const Plan& plan, std::vector<Tensor>& outputs, RunState& state) const;
-  std::unique_ptr<RunState> acquire_state(PlanEntry& entry) const;
-  void release_state(PlanEntry& entry, std::unique_ptr<RunState> state) const;
+  std::unique_ptr<RunState> acquire_state(const PlanEntry& entry) const;
+  void release_state(std::unique_ptr<RunState> state) const;
   Status run_step(const Plan& plan, const Step& step, RunState& state) const;
   Status run_dynamic_step(const Plan& plan, const Step& step, RunState& state) const;
 
@@ -81,8 +83,10 @@ class Executor : public kernels::SubgraphCompiler {
   mutable std::vector<std::vector<DType>> kernel_dtypes_;  // the input dtypes each kernel was built for
   mutable std::mutex kernel_mutex_;
   size_t released_bytes_ = 0;  // constant data dropped after prepacking
-  mutable std::mutex mutex_;  // plans_ and their free RunStates
+  mutable std::mutex mutex_;  // plans_ and free_states_
   mutable std::vector<std::shared_ptr<PlanEntry>> plans_;  // most recent first
+  mutable std::vector<std::unique_ptr<RunState>> free_states_;
+  mutable uint64_t next_plan_id_ = 0;
   mutable PlanScratch plan_scratch_;
   mutable size_t plans_built_ = 0;
   mutable size_t plans_rebuilt_ = 0;

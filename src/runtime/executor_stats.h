@@ -17,6 +17,8 @@ struct ExecutorStats {
   // the initializer bytes dropped because every reader had prepacked them.
   size_t packed_bytes = 0;
   size_t released_bytes = 0;
+  // Arena bytes held by idle run states, all plans together (runs share them).
+  size_t idle_arena_capacity = 0;
 };
 
 }  // namespace ember::runtime

@@ -189,6 +189,26 @@ void check_follow_up(const DecoderFixtureSpec& s) {
   EXPECT_EQ(third->tokens, ort_greedy(dir, edited, 10, chat->config()));
 }
 
+// A 40-token prompt prefilled 7 tokens per run (the last chunk shorter) must
+// continue as ONNX Runtime's one-run prefill does: each chunk is a subsequent
+// prompt over the cache the earlier ones wrote, across gemma2's window of 8 too.
+void check_chunked_prefill(const DecoderFixtureSpec& s) {
+  const std::string dir = make_fixture(s);
+  genai::GeneratorOptions options;
+  options.max_length = 128;
+  options.prefill_chunk = 7;
+  auto g = genai::Generator::load(dir, options);
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const auto prompt = prompt_tokens(40, (*g)->config().vocab_size, 6);
+  auto result = (*g)->generate(prompt, greedy(24));
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  EXPECT_EQ(result->tokens, ort_greedy(dir, prompt, 24, (*g)->config()));
+}
+
+TEST(Generation, ChunkedPrefillSharedBuffer) { check_chunked_prefill(spec("qwen2", "int4")); }
+TEST(Generation, ChunkedPrefillSlidingWindow) { check_chunked_prefill(spec("gemma2", "fp32")); }
+TEST(Generation, ChunkedPrefillTwoBuffers) { check_chunked_prefill(spec("optimum", "fp32")); }
+
 TEST(Generation, FollowUpTurnSharedBuffer) { check_follow_up(spec("qwen2", "int4")); }
 TEST(Generation, FollowUpTurnTwoBuffers) { check_follow_up(spec("optimum", "fp32")); }
 

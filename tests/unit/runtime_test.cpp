@@ -411,6 +411,26 @@ TEST_F(BadInput, NegativeDimensionIsRejected) {
   EXPECT_NE(error_for({{"a", &t}}).find("negative dimension"), std::string::npos);
 }
 
+// A run per shape, largest first: every later plan runs in the first run's arena.
+TEST(Runtime, PlansOfDifferentShapesShareOneArena) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {-1});
+  b.node("Relu", {"x"}, {"a"}).node("Neg", {"x"}, {"b"});
+  b.node("Concat", {"a", "b"}, {"y"}, {test::attr_int("axis", 0)});
+  auto s = make_session(b.output("y").build());
+  size_t first = 0;
+  for (int64_t n = 4096; n >= 256; n -= 256) {
+    Tensor x = Tensor::allocate(DType::kF32, {n});
+    std::vector<runtime::NamedInput> in = {{"x", &x}};
+    ASSERT_TRUE(s->run(in).is_ok());
+    const runtime::ExecutorStats stats = s->stats();
+    if (n == 4096) first = stats.idle_arena_capacity;
+    EXPECT_EQ(stats.idle_arena_capacity, first) << n;
+  }
+  EXPECT_GE(first, size_t{2 * 4096 * sizeof(float)});  // a and b
+  EXPECT_EQ(s->stats().plans_built, 16u);
+}
+
 // Weights of 4, 6 and 3 floats; w1 is read twice and counts once.
 TEST(Runtime, LoadProgressCountsEachWeightOnceAndEnds) {
   GraphBuilder b;
