@@ -1,5 +1,6 @@
 // `ember generate MODEL_DIR (--prompt TEXT | --prompt-ids 1,2,3) [--max-new-tokens N] [--greedy |
-// --temperature T --top-k K --top-p P --min-p P --seed S] [--stop TEXT]...
+// --temperature T --top-k K --top-p P --min-p P --seed S] [--repetition-penalty R]
+// [--presence-penalty P] [--frequency-penalty F] [--stop TEXT]...
 // [--threads N] [--max-context N] [--json]` (DESIGN.md): encodes the prompt with
 // the folder's tokenizer.json (special tokens added as Hugging Face's encode
 // does by default) or takes the token ids as given, generates with the engine, and streams the text as it comes
@@ -24,7 +25,7 @@ struct GenerateArgs {
   std::vector<int64_t> prompt_ids;
   std::optional<int> max_new_tokens;
   bool greedy = false;
-  std::optional<float> temperature, top_p, min_p;
+  std::optional<float> temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty;
   std::optional<int> top_k;
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
@@ -44,6 +45,9 @@ void apply_sampling_flags(const GenerateArgs& a, genai::SamplingParams& s) {
   if (a.top_p) s.top_p = *a.top_p;
   if (a.min_p) s.min_p = *a.min_p;
   if (a.seed) s.seed = *a.seed;
+  if (a.repetition_penalty) s.repetition_penalty = *a.repetition_penalty;
+  if (a.presence_penalty) s.presence_penalty = *a.presence_penalty;
+  if (a.frequency_penalty) s.frequency_penalty = *a.frequency_penalty;
 }
 
 int run_generate(const GenerateArgs& a) {
@@ -111,6 +115,11 @@ Command add_generate(CLI::App& app) {
                     ->check(CLI::Range(0.0, 1.0));
   for (auto* opt : {temperature, top_k, top_p, min_p}) greedy->excludes(opt);
   app.add_option("--seed", a->seed, "Random seed for sampling");
+  app.add_option("--repetition-penalty", a->repetition_penalty,
+                 "Divide positive logits (multiply negative ones) of tokens already seen by this (1: off)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--presence-penalty", a->presence_penalty, "Subtract this from the logit of every token already seen");
+  app.add_option("--frequency-penalty", a->frequency_penalty, "Subtract this per earlier occurrence of a token");
   app.add_option("--stop", a->stop, "Stop before this text (repeatable); it is not printed");
   app.add_flag("--json", a->json, "Print one JSON object (prompt tokens, generated ids, text, timings) instead of streaming");
   return [a] { return run_generate(*a); };

@@ -136,6 +136,22 @@ else
 fi
 expect_error "generate --stop ''" "stop string 1 is empty" "$ember" generate "$tmp/llama" --prompt hi --stop ""
 
+# Penalties reach the sampler: greedy "A fool" on the default model falls into a
+# loop; a repetition penalty must change the text and repeat fewer tokens.
+default_model="$root/models/default"
+if "$ember" generate "$default_model" --prompt "A fool" --greedy --max-new-tokens 40 --json >"$tmp/loop" 2>&1 &&
+   "$ember" generate "$default_model" --prompt "A fool" --greedy --max-new-tokens 40 --repetition-penalty 1.5 \
+     --json >"$tmp/no_loop" 2>&1 &&
+   python3 -c "
+import json, sys
+a, b = (json.load(open(f))['generated_tokens'] for f in sys.argv[1:3])
+assert a != b and len(set(b)) / len(b) > len(set(a)) / len(a), (a, b)
+" "$tmp/loop" "$tmp/no_loop"; then
+  pass "generate --repetition-penalty"
+else
+  fail "generate --repetition-penalty: $(cat "$tmp/loop" "$tmp/no_loop")"
+fi
+
 # bench: both tests, and the peak resident memory against weights + KV cache.
 if "$ember" bench "$tmp/llama" -p 16 -n 8 -r 2 --json >"$tmp/bench" 2>&1 &&
    python3 -c "
