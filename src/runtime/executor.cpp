@@ -7,6 +7,7 @@
 
 #include "base/mapped_file.h"
 #include "kernels/registry.h"
+#include "runtime/session.h"
 
 namespace ember::runtime {
 
@@ -338,6 +339,23 @@ Status Executor::run_bound(std::span<const Tensor* const> inputs, std::span<Tens
     return invalid_argument("expected {} outputs, got {}", graph_->outputs.size(), outputs.size());
   }
   return run_impl(inputs, nullptr, outputs);
+}
+
+Status Executor::output_shapes(std::span<const Tensor* const> inputs, std::span<PlannedOutput> outputs) const {
+  if (inputs.size() != inputs_.size()) {
+    return invalid_argument("expected {} inputs, got {}", inputs_.size(), inputs.size());
+  }
+  if (outputs.size() != graph_->outputs.size()) {
+    return invalid_argument("expected {} outputs, got {}", graph_->outputs.size(), outputs.size());
+  }
+  EMBER_ASSIGN_OR_RETURN(std::shared_ptr<PlanEntry> entry, find_or_build_plan(inputs));
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const ValuePlan& v = entry->plan->values[static_cast<size_t>(graph_->outputs[k])];
+    outputs[k].dtype = v.tensor.dtype();
+    outputs[k].known = v.storage != Storage::kDynamic;
+    outputs[k].shape = outputs[k].known ? v.tensor.shape() : Shape{};
+  }
+  return Status::ok();
 }
 
 Status Executor::run_impl(std::span<const Tensor* const> inputs, std::vector<Tensor>* owned,

@@ -20,6 +20,8 @@
 
 namespace ember::runtime {
 
+struct PlannedOutput;
+
 class Executor : public kernels::SubgraphCompiler {
  public:
   // `inputs`: the values fed by the caller, in order (graph inputs, or a
@@ -45,6 +47,10 @@ class Executor : public kernels::SubgraphCompiler {
   // (OpKernel::may_share_buffer: GroupQueryAttention's present/past KV); the
   // kernel then sees both. Any other overlap is an error.
   Status run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const;
+
+  // The dtype and shape of each graph output for these inputs, from the plan
+  // run() and run_bound() will use (built and cached now if needed).
+  Status output_shapes(std::span<const Tensor* const> inputs, std::span<PlannedOutput> outputs) const;
 
   Result<std::unique_ptr<kernels::CompiledSubgraph>> compile(std::shared_ptr<const ir::Graph> graph) override;
 

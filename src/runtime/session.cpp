@@ -90,6 +90,14 @@ class SessionImpl final : public Session {
     return guard_allocation([&] { return executor_->run_bound(inputs, outputs); });
   }
 
+  Status output_shapes(std::span<const Tensor* const> inputs, std::span<PlannedOutput> outputs) const override {
+    EMBER_RETURN_IF_ERROR(check_inputs(inputs));
+    if (outputs.size() != outputs_.size()) {
+      return invalid_argument("the model has {} outputs, {} were given", outputs_.size(), outputs.size());
+    }
+    return guard_allocation([&] { return executor_->output_shapes(inputs, outputs); });
+  }
+
  private:
   Status check_inputs(std::span<const Tensor* const> inputs) const {
     if (inputs.size() != inputs_.size()) {

@@ -30,6 +30,13 @@ struct IoInfo {
   bool has_default = false;  // an input with an initializer: may be omitted
 };
 
+// What a run computes for one output (Session::output_shapes).
+struct PlannedOutput {
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  bool known = false;  // false: the shape is found only while running (after NonZero, ...)
+};
+
 struct NamedInput {
   std::string name;
   const Tensor* tensor;
@@ -60,6 +67,12 @@ class Session {
   // cache bound to its past, with past_present_share_buffer): kernels then see
   // one buffer as both. Nothing is allocated when the shapes were seen recently.
   virtual Status run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const = 0;
+
+  // The dtype and shape of each output (outputs() order) that a run on these
+  // inputs computes: what run_bound() expects to be bound. Plans for the input
+  // shapes (or finds the cached plan run() will use); allocates nothing when the
+  // shapes were seen recently and each shape has rank <= 6.
+  virtual Status output_shapes(std::span<const Tensor* const> inputs, std::span<PlannedOutput> outputs) const = 0;
 
   // The optimized graph (for `ember info`).
   virtual const ir::Graph& graph() const = 0;

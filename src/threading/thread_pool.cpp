@@ -101,6 +101,21 @@ class Pool {
     work();
   }
 
+  // Stops and joins every worker once the running job (if any) has ended; the
+  // next job starts new ones.
+  void shutdown() {
+    std::lock_guard<std::mutex> idle(dispatch_mutex_);
+    stopping_.store(true, std::memory_order_seq_cst);
+    generation_ += 1;
+    // A new word with no helpers wanted: spinning, parked and not yet started
+    // workers all see a change, none joins a job, and each sees stopping_.
+    job_word_.store(generation_ << kWorkerBits, std::memory_order_seq_cst);
+    futex_wake_all(&job_word_);
+    for (std::thread& t : workers_) t.join();
+    workers_.clear();
+    stopping_.store(false, std::memory_order_relaxed);
+  }
+
  private:
   Pool() {
     // Where workers run once they drop their start pin: the CPUs the process
@@ -127,7 +142,6 @@ class Pool {
         break;
       }
       place_away_from_caller(workers_.back(), index);
-      workers_.back().detach();
     }
     return std::min(count, static_cast<int>(workers_.size()));
   }
@@ -181,6 +195,7 @@ class Pool {
     for (;;) {
       // A worker the last job did not ask for parks at once instead of spinning.
       seen = wait_for_change(seen, asked ? &spin : nullptr);
+      if (stopping_.load(std::memory_order_seq_cst)) return;
       asked = is_helper(index, seen);
       if (!asked) continue;
       // Joining may land in a later job than the one that woke us; the job
@@ -233,6 +248,7 @@ class Pool {
   alignas(64) std::atomic<int64_t> next_{0};
   alignas(64) std::atomic<uint32_t> gate_{kClosed};
   alignas(64) std::atomic<int> sleeping_{0};
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace
@@ -277,5 +293,7 @@ void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> 
   const int64_t chunk = (per_range + grain - 1) / grain * grain;
   Pool::instance().run(n, chunk, threads, fn);
 }
+
+void shutdown_pool() { Pool::instance().shutdown(); }
 
 }  // namespace ember::threading

@@ -40,4 +40,9 @@ class ScopedThreadLimit {
 // still ends cleanly before the exception leaves parallel_for.
 void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn);
 
+// Joins every worker (after the job in progress, if any); the next parallel_for
+// starts them again. For code about to be unloaded (the ORT plugin EP's
+// ReleaseEpFactory): no thread may be left running in an unmapped library.
+void shutdown_pool();
+
 }  // namespace ember::threading

@@ -197,6 +197,42 @@ Result<std::string> ort_version() {
   return rt.version;
 }
 
+Status register_ep_library(const std::string& registration_name, const std::string& path) {
+  EMBER_ASSIGN_OR_RETURN(const OrtApi* api, api_or_error());
+  EMBER_ORT_CHECK(api, RegisterExecutionProviderLibrary(runtime().env, registration_name.c_str(), path.c_str()));
+  return Status::ok();
+}
+
+Status unregister_ep_library(const std::string& registration_name) {
+  EMBER_ASSIGN_OR_RETURN(const OrtApi* api, api_or_error());
+  EMBER_ORT_CHECK(api, UnregisterExecutionProviderLibrary(runtime().env, registration_name.c_str()));
+  return Status::ok();
+}
+
+namespace {
+
+Result<const OrtEpDevice*> find_ep_device(const OrtApi* api, const std::string& ep_name) {
+  const OrtEpDevice* const* devices = nullptr;
+  size_t count = 0;
+  EMBER_ORT_CHECK(api, GetEpDevices(runtime().env, &devices, &count));
+  for (size_t i = 0; i < count; ++i) {
+    if (ep_name == api->EpDevice_EpName(devices[i])) return devices[i];
+  }
+  return Status(StatusCode::kNotFound, fmt::format("no device of execution provider '{}' is registered", ep_name));
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ep_device_names() {
+  EMBER_ASSIGN_OR_RETURN(const OrtApi* api, api_or_error());
+  const OrtEpDevice* const* devices = nullptr;
+  size_t count = 0;
+  EMBER_ORT_CHECK(api, GetEpDevices(runtime().env, &devices, &count));
+  std::vector<std::string> names;
+  for (size_t i = 0; i < count; ++i) names.emplace_back(api->EpDevice_EpName(devices[i]));
+  return names;
+}
+
 Result<std::unique_ptr<OrtSession>> OrtSession::load(const std::string& path, OrtOptions options) {
   return create(path, {}, options);
 }
@@ -215,6 +251,14 @@ Result<std::unique_ptr<OrtSession>> OrtSession::create(const std::string& path, 
   EMBER_ORT_CHECK(api, SetSessionExecutionMode(opts.get(), ORT_SEQUENTIAL));
   EMBER_ORT_CHECK(api, SetSessionGraphOptimizationLevel(opts.get(),
                                                   static_cast<GraphOptimizationLevel>(options.optimization)));
+  if (!options.plugin_ep.empty()) {
+    EMBER_ASSIGN_OR_RETURN(const OrtEpDevice* device, find_ep_device(api, options.plugin_ep));
+    EMBER_ORT_CHECK(api, SessionOptionsAppendExecutionProvider_V2(opts.get(), runtime().env, &device, 1, nullptr,
+                                                                  nullptr, 0));
+  }
+  if (options.disable_cpu_ep_fallback) {
+    EMBER_ORT_CHECK(api, AddSessionConfigEntry(opts.get(), "session.disable_cpu_ep_fallback", "1"));
+  }
   std::unique_ptr<OrtSession> self(new OrtSession());
   OrtSessionHandle* handle = nullptr;
   OrtStatus* s = path.empty()

@@ -21,7 +21,20 @@ struct OrtOptions {
   // machine, and benchmarks compare single-threaded runs unless asked otherwise.
   int intra_op_threads = 1;
   OrtOptLevel optimization = OrtOptLevel::kAll;
+  // A plugin EP (registered with register_ep_library) to append by its EP name,
+  // through SessionOptionsAppendExecutionProvider_V2 with its device; "": none.
+  std::string plugin_ep;
+  // session.disable_cpu_ep_fallback: creating the session fails unless the
+  // plugin EP claims every node.
+  bool disable_cpu_ep_fallback = false;
 };
+
+// Plugin execution provider libraries in the harness's environment
+// (RegisterExecutionProviderLibrary / UnregisterExecutionProviderLibrary).
+Status register_ep_library(const std::string& registration_name, const std::string& path);
+Status unregister_ep_library(const std::string& registration_name);
+// The EP name of every device the environment offers (CPUExecutionProvider, ...).
+Result<std::vector<std::string>> ep_device_names();
 
 struct OrtInput {
   std::string name;

@@ -1,0 +1,253 @@
+// The plugin EP's entry points (CreateEpFactories, ReleaseEpFactory), its
+// OrtEpFactory for the CPU device and its OrtEp: GetCapability claims what the
+// op registry can build, in convex groups; Compile turns each group into a
+// CompiledPartition.
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "kernels/registry.h"
+#include "ort_ep/compiled_partition.h"
+#include "ort_ep/graph_import.h"
+#include "ort_ep/ort_api.h"
+#include "ort_ep/partition.h"
+#include "threading/thread_pool.h"
+
+namespace ember::ort_ep {
+namespace {
+
+// True when Ember's registry builds a kernel for the node with its input dtypes
+// (no constants are passed, so nothing is prepacked while deciding).
+bool is_supported(const OrtNode* node, const std::map<std::string, int>& opsets) {
+  const char* ep = nullptr;
+  // An unassigned node reports "" (not NULL, as the header suggests).
+  if (from_ort(api().Node_GetEpName(node, &ep), "Node_GetEpName").is_ok() && ep && *ep && std::string(ep) != kEpName) {
+    return false;
+  }
+  ir::Graph g;
+  GraphImporter importer(g);
+  if (!importer.add_node(node, opsets).is_ok()) return false;
+  const ir::Node& n = g.nodes[0];
+  std::vector<DType> dtypes;
+  for (ir::ValueId id : n.inputs) dtypes.push_back(id == ir::kNoValue ? DType::kUndefined : g.value(id).dtype);
+  std::vector<const Tensor*> constants(dtypes.size(), nullptr);
+  kernels::KernelInit init{n, dtypes, constants, nullptr, &g};
+  return kernels::create_kernel(init).is_ok();
+}
+
+// Producers of each node's inputs, as indices into `nodes` (topological order).
+Result<std::vector<std::vector<int>>> producers(const std::vector<const OrtNode*>& nodes) {
+  std::map<size_t, int> index;  // Node_GetId -> position
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    size_t id = 0;
+    EMBER_ORT(Node_GetId, nodes[i], &id);
+    index[id] = static_cast<int>(i);
+  }
+  std::vector<std::vector<int>> preds(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    EMBER_ASSIGN_OR_RETURN(auto inputs, node_inputs(nodes[i]));
+    size_t num_implicit = 0;
+    EMBER_ORT(Node_GetNumImplicitInputs, nodes[i], &num_implicit);
+    if (num_implicit) {
+      std::vector<const OrtValueInfo*> implicit(num_implicit);
+      EMBER_ORT(Node_GetImplicitInputs, nodes[i], implicit.data(), num_implicit);
+      inputs.insert(inputs.end(), implicit.begin(), implicit.end());
+    }
+    for (const OrtValueInfo* in : inputs) {
+      if (!in) continue;
+      const OrtNode* producer = nullptr;
+      EMBER_ORT(ValueInfo_GetValueProducer, in, &producer, nullptr);
+      if (!producer) continue;
+      size_t id = 0;
+      EMBER_ORT(Node_GetId, producer, &id);
+      auto it = index.find(id);
+      if (it != index.end()) preds[i].push_back(it->second);
+    }
+  }
+  return preds;
+}
+
+Status get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
+  EMBER_ASSIGN_OR_RETURN(auto opsets, read_opsets(graph));
+  EMBER_ASSIGN_OR_RETURN(auto nodes, graph_nodes(graph));
+  std::vector<bool> supported(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) supported[i] = is_supported(nodes[i], opsets);
+  EMBER_ASSIGN_OR_RETURN(auto preds, producers(nodes));
+  OrtNodeFusionOptions fusion{};
+  fusion.ort_version_supported = ORT_API_VERSION;
+  fusion.drop_constant_initializers = true;
+  for (const std::vector<int>& group : convex_groups(preds, supported)) {
+    std::vector<const OrtNode*> members;
+    for (int i : group) members.push_back(nodes[static_cast<size_t>(i)]);
+    EMBER_RETURN_IF_ERROR(from_ort(
+        ep_api().EpGraphSupportInfo_AddNodesToFuse(info, members.data(), members.size(), &fusion),
+        "EpGraphSupportInfo_AddNodesToFuse"));
+  }
+  return Status::ok();
+}
+
+struct EmberEp : OrtEp {
+  int num_threads = 0;  // 0: Ember's default (EMBER_NUM_THREADS, else one per physical core)
+};
+
+const char* ORT_API_CALL ep_name(const OrtEp*) noexcept { return kEpName; }
+
+OrtStatus* ORT_API_CALL ep_get_capability(OrtEp*, const OrtGraph* graph, OrtEpGraphSupportInfo* info) noexcept {
+  try {
+    return to_ort(get_capability(graph, info));
+  } catch (const std::exception& e) {
+    return to_ort(internal_error("GetCapability: {}", e.what()));
+  }
+}
+
+OrtStatus* ORT_API_CALL ep_compile(OrtEp* self, const OrtGraph** graphs, const OrtNode** fused, size_t count,
+                                   OrtNodeComputeInfo** infos, OrtNode** /*ep_context_nodes*/) noexcept {
+  try {
+    for (size_t i = 0; i < count; ++i) infos[i] = nullptr;
+    for (size_t i = 0; i < count; ++i) {
+      auto p = CompiledPartition::compile(graphs[i], fused[i], static_cast<EmberEp*>(self)->num_threads);
+      if (!p.is_ok()) {
+        for (size_t j = 0; j < i; ++j) delete static_cast<CompiledPartition*>(infos[j]);
+        for (size_t j = 0; j < i; ++j) infos[j] = nullptr;
+        return to_ort(p.status());
+      }
+      infos[i] = std::move(p).value().release();
+    }
+    return nullptr;
+  } catch (const std::exception& e) {
+    return to_ort(internal_error("Compile: {}", e.what()));
+  }
+}
+
+void ORT_API_CALL ep_release_infos(OrtEp*, OrtNodeComputeInfo** infos, size_t count) noexcept {
+  for (size_t i = 0; i < count; ++i) delete static_cast<CompiledPartition*>(infos[i]);
+}
+
+// The session config entry `key`, or "" when absent.
+std::string config_entry(const OrtSessionOptions* options, const char* key) {
+  int has = 0;
+  if (!from_ort(api().HasSessionConfigEntry(options, key, &has), "HasSessionConfigEntry").is_ok() || !has) return "";
+  size_t size = 0;
+  if (!from_ort(api().GetSessionConfigEntry(options, key, nullptr, &size), "GetSessionConfigEntry").is_ok()) return "";
+  std::string value(size, '\0');
+  if (!from_ort(api().GetSessionConfigEntry(options, key, value.data(), &size), "GetSessionConfigEntry").is_ok()) {
+    return "";
+  }
+  value.resize(size > 0 ? size - 1 : 0);  // the size counts the terminating NUL
+  return value;
+}
+
+struct EmberFactory : OrtEpFactory {};
+
+const char* ORT_API_CALL factory_name(const OrtEpFactory*) noexcept { return kEpName; }
+const char* ORT_API_CALL factory_vendor(const OrtEpFactory*) noexcept { return "Ember"; }
+uint32_t ORT_API_CALL factory_vendor_id(const OrtEpFactory*) noexcept { return 0; }
+const char* ORT_API_CALL factory_version(const OrtEpFactory*) noexcept { return "0.1.0"; }
+
+OrtStatus* ORT_API_CALL factory_devices(OrtEpFactory* self, const OrtHardwareDevice* const* devices, size_t num_devices,
+                                        OrtEpDevice** ep_devices, size_t max_ep_devices,
+                                        size_t* num_ep_devices) noexcept {
+  size_t n = 0;
+  for (size_t i = 0; i < num_devices && n < max_ep_devices; ++i) {
+    if (api().HardwareDevice_Type(devices[i]) != OrtHardwareDeviceType_CPU) continue;
+    OrtEpDevice* device = nullptr;
+    if (OrtStatus* s = ep_api().CreateEpDevice(self, devices[i], nullptr, nullptr, &device)) return s;
+    ep_devices[n++] = device;
+  }
+  *num_ep_devices = n;
+  return nullptr;
+}
+
+OrtStatus* ORT_API_CALL factory_create_ep(OrtEpFactory*, const OrtHardwareDevice* const*,
+                                          const OrtKeyValuePairs* const*, size_t num_devices,
+                                          const OrtSessionOptions* options, const OrtLogger*, OrtEp** out) noexcept {
+  try {
+    if (num_devices != 1) return to_ort(invalid_argument("expected one CPU device, got {}", num_devices));
+    auto ep = std::make_unique<EmberEp>();
+    ep->ort_version_supported = ORT_API_VERSION;
+    ep->GetName = ep_name;
+    ep->GetCapability = ep_get_capability;
+    ep->Compile = ep_compile;
+    ep->ReleaseNodeComputeInfos = ep_release_infos;
+    const std::string threads = config_entry(options, "ep.emberexecutionprovider.num_threads");
+    if (!threads.empty()) {
+      char* end = nullptr;
+      const long v = std::strtol(threads.c_str(), &end, 10);
+      if (*end != '\0' || v < 0 || v > 256) {
+        return to_ort(invalid_argument("ep.emberexecutionprovider.num_threads must be 0..256, got '{}'", threads));
+      }
+      ep->num_threads = static_cast<int>(v);
+    }
+    *out = ep.release();
+    return nullptr;
+  } catch (const std::exception& e) {
+    return to_ort(internal_error("CreateEp: {}", e.what()));
+  }
+}
+
+void ORT_API_CALL factory_release_ep(OrtEpFactory*, OrtEp* ep) noexcept { delete static_cast<EmberEp*>(ep); }
+
+// ORT 1.30 calls this even though the header calls it optional: a CPU EP has
+// no data transfer (ORT's CPU tensors are Ember's).
+OrtStatus* ORT_API_CALL factory_data_transfer(OrtEpFactory*, OrtDataTransferImpl** out) noexcept {
+  *out = nullptr;
+  return nullptr;
+}
+
+bool ORT_API_CALL factory_stream_aware(const OrtEpFactory*) noexcept { return false; }
+
+OrtStatus* ORT_API_CALL factory_num_domains(OrtEpFactory*, size_t* n) noexcept {
+  *n = 0;
+  return nullptr;
+}
+
+OrtStatus* ORT_API_CALL factory_domains(OrtEpFactory*, OrtCustomOpDomain**, size_t) noexcept { return nullptr; }
+
+}  // namespace
+}  // namespace ember::ort_ep
+
+using namespace ember::ort_ep;  // NOLINT: the exported C entry points below
+
+extern "C" __attribute__((visibility("default"))) OrtStatus* CreateEpFactories(
+    const char* /*registered_name*/, const OrtApiBase* base, const OrtLogger* /*default_logger*/,
+    OrtEpFactory** factories, size_t max_factories, size_t* num_factories) {
+  *num_factories = 0;
+  const OrtApi* ort = base->GetApi(ORT_API_VERSION);
+  if (!ort) return nullptr;  // an ONNX Runtime older than these headers: no factory, and no way to say why
+  set_api(ort, ort->GetEpApi());
+  if (max_factories < 1) return ort->CreateStatus(ORT_INVALID_ARGUMENT, "Ember: room for no factory");
+  auto* f = new (std::nothrow) EmberFactory{};
+  if (!f) return ort->CreateStatus(ORT_FAIL, "Ember: out of memory");
+  f->ort_version_supported = ORT_API_VERSION;
+  f->GetName = factory_name;
+  f->GetVendor = factory_vendor;
+  f->GetVendorId = factory_vendor_id;
+  f->GetVersion = factory_version;
+  f->GetSupportedDevices = factory_devices;
+  f->CreateEp = factory_create_ep;
+  f->ReleaseEp = factory_release_ep;
+  f->CreateDataTransfer = factory_data_transfer;
+  f->IsStreamAware = factory_stream_aware;
+  f->GetNumCustomOpDomains = factory_num_domains;
+  f->GetCustomOpDomains = factory_domains;
+  reset_executed_node_count();
+  factories[0] = f;
+  *num_factories = 1;
+  return nullptr;
+}
+
+extern "C" __attribute__((visibility("default"))) OrtStatus* ReleaseEpFactory(OrtEpFactory* factory) {
+  delete static_cast<EmberFactory*>(factory);
+  // The library may be unmapped next: no Ember worker may still be running.
+  ember::threading::shutdown_pool();
+  return nullptr;
+}
+
+extern "C" __attribute__((visibility("default"))) uint64_t EmberEp_ExecutedNodeCount(void) {
+  return executed_node_count();
+}

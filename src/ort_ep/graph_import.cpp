@@ -1,0 +1,225 @@
+#include "ort_ep/graph_import.h"
+
+#include <cstring>
+
+namespace ember::ort_ep {
+namespace {
+
+Result<DType> element_dtype(ONNXTensorElementDataType t, std::string_view what) {
+  const auto code = static_cast<int32_t>(t);
+  // ONNXTensorElementDataType numbers are TensorProto.DataType numbers, as DType's are.
+  if (!dtype_is_known(code) || dtype_size(static_cast<DType>(code)) == 0) {
+    return not_implemented("{}: element type {} is not supported", what, code);
+  }
+  return static_cast<DType>(code);
+}
+
+// ReadOpAttr of a variable-size attribute: probe the size (an error status by
+// design, released here), then read.
+Status read_bytes(const OrtOpAttr* attr, OrtOpAttrType type, std::string& out) {
+  size_t size = 0;
+  if (OrtStatus* probe = api().ReadOpAttr(attr, type, nullptr, 0, &size)) api().ReleaseStatus(probe);
+  out.resize(size);
+  if (size == 0) return Status::ok();
+  EMBER_ORT(ReadOpAttr, attr, type, out.data(), size, &size);
+  out.resize(size);
+  return Status::ok();
+}
+
+Status read_attribute(const OrtOpAttr* attr, ir::Attribute& a) {
+  const char* name = nullptr;
+  OrtOpAttrType type = ORT_OP_ATTR_UNDEFINED;
+  EMBER_ORT(OpAttr_GetName, attr, &name);
+  EMBER_ORT(OpAttr_GetType, attr, &type);
+  a.name = name;
+  size_t size = 0;
+  std::string bytes;
+  switch (type) {
+    case ORT_OP_ATTR_INT:
+      a.type = ir::AttrType::kInt;
+      EMBER_ORT(ReadOpAttr, attr, type, &a.i, sizeof(a.i), &size);
+      return Status::ok();
+    case ORT_OP_ATTR_FLOAT:
+      a.type = ir::AttrType::kFloat;
+      EMBER_ORT(ReadOpAttr, attr, type, &a.f, sizeof(a.f), &size);
+      return Status::ok();
+    case ORT_OP_ATTR_STRING:
+      a.type = ir::AttrType::kString;
+      return read_bytes(attr, type, a.s);
+    case ORT_OP_ATTR_INTS:
+      a.type = ir::AttrType::kInts;
+      EMBER_RETURN_IF_ERROR(read_bytes(attr, type, bytes));
+      a.ints.resize(bytes.size() / sizeof(int64_t));
+      if (!bytes.empty()) std::memcpy(a.ints.data(), bytes.data(), a.ints.size() * sizeof(int64_t));
+      return Status::ok();
+    case ORT_OP_ATTR_FLOATS:
+      a.type = ir::AttrType::kFloats;
+      EMBER_RETURN_IF_ERROR(read_bytes(attr, type, bytes));
+      a.floats.resize(bytes.size() / sizeof(float));
+      if (!bytes.empty()) std::memcpy(a.floats.data(), bytes.data(), a.floats.size() * sizeof(float));
+      return Status::ok();
+    case ORT_OP_ATTR_STRINGS: {
+      a.type = ir::AttrType::kStrings;
+      EMBER_RETURN_IF_ERROR(read_bytes(attr, type, bytes));
+      // NUL-separated; every string (the last included) ends with a NUL.
+      size_t start = 0;
+      for (size_t i = 0; i < bytes.size(); ++i) {
+        if (bytes[i] != '\0') continue;
+        a.strings.emplace_back(bytes, start, i - start);
+        start = i + 1;
+      }
+      return Status::ok();
+    }
+    case ORT_OP_ATTR_TENSOR: {
+      a.type = ir::AttrType::kTensor;
+      OrtValue* value = nullptr;
+      EMBER_ORT(OpAttr_GetTensorAttributeAsOrtValue, attr, &value);
+      Result<Tensor> t = copy_tensor(value);
+      api().ReleaseValue(value);
+      if (!t.is_ok()) return t.status();
+      a.t = std::move(t).value();
+      return Status::ok();
+    }
+    default:
+      return not_implemented("attribute '{}' has type {}, which the plugin EP does not read", a.name, int(type));
+  }
+}
+
+}  // namespace
+
+Result<std::map<std::string, int>> read_opsets(const OrtGraph* graph) {
+  size_t n = 0;
+  EMBER_ORT(Graph_GetNumOperatorSets, graph, &n);
+  std::vector<const char*> domains(n);
+  std::vector<int64_t> versions(n);
+  EMBER_ORT(Graph_GetOperatorSets, graph, domains.data(), versions.data(), n);
+  std::map<std::string, int> opsets;
+  for (size_t i = 0; i < n; ++i) {
+    std::string domain = domains[i] ? domains[i] : "";
+    if (domain == "ai.onnx") domain.clear();
+    opsets[domain] = static_cast<int>(versions[i]);
+  }
+  return opsets;
+}
+
+Result<std::vector<const OrtValueInfo*>> node_inputs(const OrtNode* node) {
+  size_t n = 0;
+  EMBER_ORT(Node_GetNumInputs, node, &n);
+  std::vector<const OrtValueInfo*> v(n);
+  if (n) EMBER_ORT(Node_GetInputs, node, v.data(), n);
+  return v;
+}
+
+Result<std::vector<const OrtValueInfo*>> node_outputs(const OrtNode* node) {
+  size_t n = 0;
+  EMBER_ORT(Node_GetNumOutputs, node, &n);
+  std::vector<const OrtValueInfo*> v(n);
+  if (n) EMBER_ORT(Node_GetOutputs, node, v.data(), n);
+  return v;
+}
+
+Result<std::vector<const OrtNode*>> graph_nodes(const OrtGraph* graph) {
+  size_t n = 0;
+  EMBER_ORT(Graph_GetNumNodes, graph, &n);
+  std::vector<const OrtNode*> v(n);
+  if (n) EMBER_ORT(Graph_GetNodes, graph, v.data(), n);
+  return v;
+}
+
+Result<Tensor> copy_tensor(const OrtValue* value) {
+  ONNXTensorElementDataType elem{};
+  const int64_t* dims = nullptr;
+  size_t rank = 0;
+  EMBER_ORT(GetTensorElementTypeAndShapeDataReference, value, &elem, &dims, &rank);
+  EMBER_ASSIGN_OR_RETURN(DType dtype, element_dtype(elem, "constant tensor"));
+  Shape shape;
+  for (size_t d = 0; d < rank; ++d) shape.push_back(dims[d]);
+  Tensor t = Tensor::allocate_uninitialized(dtype, shape);
+  if (t.nbytes() == 0) return t;
+  const void* data = nullptr;
+  EMBER_ORT(GetTensorData, value, &data);
+  std::memcpy(t.data(), data, t.nbytes());
+  return t;
+}
+
+Result<ir::ValueId> GraphImporter::value(const OrtValueInfo* info, bool with_shape) {
+  const char* name = nullptr;
+  EMBER_ORT(GetValueInfoName, info, &name);
+  ir::ValueId id = graph_.find_value(name);
+  if (id != ir::kNoValue) return id;
+  const OrtTypeInfo* type = nullptr;
+  EMBER_ORT(GetValueInfoTypeInfo, info, &type);
+  if (!type) return not_implemented("value '{}' has no type", name);
+  ONNXType kind = ONNX_TYPE_UNKNOWN;
+  EMBER_ORT(GetOnnxTypeFromTypeInfo, type, &kind);
+  if (kind != ONNX_TYPE_TENSOR) return not_implemented("value '{}' is not a tensor", name);
+  const OrtTensorTypeAndShapeInfo* tensor = nullptr;
+  EMBER_ORT(CastTypeInfoToTensorInfo, type, &tensor);
+  ONNXTensorElementDataType elem{};
+  EMBER_ORT(GetTensorElementType, tensor, &elem);
+  EMBER_ASSIGN_OR_RETURN(DType dtype, element_dtype(elem, fmt::format("value '{}'", name)));
+  size_t rank = 0;
+  EMBER_ORT(GetDimensionsCount, tensor, &rank);
+  std::vector<int64_t> dims(rank);
+  if (rank) EMBER_ORT(GetDimensions, tensor, dims.data(), rank);
+  id = graph_.add_value(name);
+  ir::Value& v = graph_.value(id);
+  v.dtype = dtype;
+  if (with_shape) {
+    // A rank-0 shape here can also mean "rank unknown"; ORT reports that as
+    // GetDimensionsCount 0 too, so only a nonzero rank is declared.
+    v.has_shape = rank > 0;
+    for (int64_t d : dims) v.shape.push_back(ir::Dim{d >= 0 ? d : -1, ""});
+  }
+  return id;
+}
+
+Status GraphImporter::add_node(const OrtNode* node, const std::map<std::string, int>& opsets) {
+  const char* name = nullptr;
+  const char* op = nullptr;
+  const char* domain = nullptr;
+  int since = 0;
+  size_t num_subgraphs = 0;
+  EMBER_ORT(Node_GetName, node, &name);
+  EMBER_ORT(Node_GetOperatorType, node, &op);
+  EMBER_ORT(Node_GetDomain, node, &domain);
+  EMBER_ORT(Node_GetSinceVersion, node, &since);
+  EMBER_ORT(Node_GetNumSubgraphs, node, &num_subgraphs);
+  ir::Node n;
+  n.name = name ? name : "";
+  n.op_type = op;
+  n.domain = domain && std::strcmp(domain, "ai.onnx") != 0 ? domain : "";
+  if (num_subgraphs > 0) return not_implemented("{}: nodes with subgraphs are not claimed yet", n.label());
+  auto it = opsets.find(n.domain);
+  n.opset = it != opsets.end() ? it->second : since;
+  size_t num_attrs = 0;
+  EMBER_ORT(Node_GetNumAttributes, node, &num_attrs);
+  std::vector<const OrtOpAttr*> attrs(num_attrs);
+  if (num_attrs) EMBER_ORT(Node_GetAttributes, node, attrs.data(), num_attrs);
+  for (const OrtOpAttr* attr : attrs) {
+    ir::Attribute a;
+    EMBER_RETURN_IF_ERROR(read_attribute(attr, a).with_context(n.label() + ": "));
+    n.attributes.push_back(std::move(a));
+  }
+  EMBER_ASSIGN_OR_RETURN(auto inputs, node_inputs(node));
+  for (const OrtValueInfo* in : inputs) {
+    ir::ValueId id = ir::kNoValue;
+    if (in) {
+      EMBER_ASSIGN_OR_RETURN(id, value(in, false));
+    }
+    n.inputs.push_back(id);
+  }
+  n.num_explicit_inputs = n.inputs.size();
+  EMBER_ASSIGN_OR_RETURN(auto outputs, node_outputs(node));
+  for (const OrtValueInfo* out : outputs) {
+    ir::ValueId id = ir::kNoValue;
+    if (out) {
+      EMBER_ASSIGN_OR_RETURN(id, value(out, false));
+    }
+    n.outputs.push_back(id);
+  }
+  graph_.nodes.push_back(std::move(n));
+  return Status::ok();
+}
+
+}  // namespace ember::ort_ep
