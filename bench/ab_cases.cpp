@@ -236,6 +236,7 @@ std::vector<BenchCase> default_cases() {
   add_integer_cases(cases);
   add_gbq_cases(cases);
   add_attention_cases(cases);
+  add_overhead_cases(cases);
   return cases;
 }
 

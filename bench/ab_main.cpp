@@ -3,11 +3,13 @@
 //   ember_ab [--filter REGEX] [--list]          the built-in suite of single-op models
 //   ember_ab MODEL.onnx [--dim NAME=VALUE]...   one model, random inputs of its declared shapes
 //   common: [--threads 1,2] [--rounds 5] [--iters N] [--round-ms 60] [--warmup-ms 20] [--warmup 3]
-//           [--format md|json|csv] [--out FILE]
+//           [--format md|json|csv] [--out FILE] [--via-ort-ep [--ep-spinning]]
 //
 // Each case is checked first (Ember's outputs against ORT's, compare.h
 // tolerances), then timed: every trial runs Ember, ORT and a second ORT session
-// (the null control) once each, in a shuffled order. docs/benchmarks/README.md explains the columns.
+// (the null control) once each, in a shuffled order. With --via-ort-ep, "ours"
+// is ORT with the Ember plugin EP appended (libember_ort_ep.so next to this
+// binary, or EMBER_ORT_EP_LIBRARY). docs/benchmarks/README.md explains the columns.
 // Exit status: 0; 1 when a case errs or nothing matches --filter; 2 when some
 // outputs disagree (the table is still written).
 #include <CLI/CLI.hpp>
@@ -16,14 +18,18 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "ab_cases.h"
 #include "ab_report.h"
 #include "ab_runner.h"
+#include "ort_reference.h"
 
 namespace ember::bench {
 namespace {
@@ -81,6 +87,17 @@ Result<std::vector<BenchCase>> select_cases(const Args& args) {
   return cases;
 }
 
+// EMBER_ORT_EP_LIBRARY, else libember_ort_ep.so in this executable's directory
+// (where the build puts both).
+std::string ep_library_path() {
+  const char* from_env = std::getenv("EMBER_ORT_EP_LIBRARY");
+  if (from_env && *from_env) return from_env;
+  std::string exe(4096, '\0');
+  const ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size());
+  exe.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return exe.substr(0, exe.find_last_of('/') + 1) + "libember_ort_ep.so";
+}
+
 int run(const Args& args) {
   auto cases = select_cases(args);
   if (!cases.is_ok()) {
@@ -90,6 +107,13 @@ int run(const Args& args) {
   if (args.list) {
     for (const BenchCase& c : *cases) fmt::print("{:<36} {}\n", c.name, c.what);
     return 0;
+  }
+  if (args.config.via_ort_ep) {
+    const std::string path = ep_library_path();
+    if (Status s = ortref::register_ep_library("ember", path); !s.is_ok()) {
+      fmt::print(stderr, "ember_ab: --via-ort-ep: cannot register '{}': {}\n", path, s.message());
+      return 1;
+    }
   }
   const auto start = std::chrono::steady_clock::now();
   std::vector<CaseResult> results;
@@ -165,6 +189,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"md", "json", "csv"}))
       ->capture_default_str();
   app.add_option("--out", args.out, "Write the report to FILE instead of standard output");
+  app.add_flag("--via-ort-ep", args.config.via_ort_ep,
+               "Ours is ONNX Runtime with the Ember plugin EP appended (EP option num_threads = --threads), against "
+               "plain ONNX Runtime");
+  app.add_flag("--ep-spinning", args.config.ep_spinning,
+               "With --via-ort-ep: keep ORT's intra-op spinning in the EP session (default: "
+               "session.intra_op.allow_spinning=0 there)");
   CLI11_PARSE(app, argc, argv);
   return ember::bench::run(args);
 }

@@ -74,6 +74,10 @@ std::string markdown(const RunHeader& h, const std::vector<CaseResult>& results)
   std::string out = "# ember_ab: Ember vs ONNX Runtime\n\n";
   out += fmt::format("- commit: {}\n- cpu: {}\n- isa: {}\n- onnxruntime: {}\n- date: {}\n", h.commit, h.cpu, h.isa,
                      h.ort_version, h.date);
+  const char* spinning = !h.config.via_ort_ep   ? ""
+                         : h.config.ep_spinning ? " (ORT's intra-op spinning on)"
+                                                : " (session.intra_op.allow_spinning=0)";
+  out += fmt::format("- ours: {}{}\n", ours_name(h.config), spinning);
   out += fmt::format("- threads: {}; rounds: {}; trials per round: {}; warm-up: {:g} ms\n\n", fmt::join(h.threads, ","),
                      h.config.rounds, iters_setting(h.config), h.config.warmup_ms);
   out += "| case | threads | ours p50 µs | ORT p50 µs | ours/ORT p50 (min–max) | ORT/ORT-null p50 (min–max) | status |\n";
@@ -109,7 +113,9 @@ std::string json(const RunHeader& h, const std::vector<CaseResult>& results) {
                    {"iters", h.config.iters > 0 ? nlohmann::json(h.config.iters) : nlohmann::json()},
                    {"round_ms", h.config.round_ms},
                    {"warmup_ms", h.config.warmup_ms},
-                   {"warmup_trials", h.config.warmup_trials}};
+                   {"warmup_trials", h.config.warmup_trials},
+                   {"ours", ours_name(h.config)},
+                   {"ep_spinning", h.config.ep_spinning}};
   nlohmann::json rows = nlohmann::json::array();
   for (const CaseResult& r : results) {
     nlohmann::json row = {{"case", r.name},     {"threads", r.threads}, {"status", status_name(r.status)},

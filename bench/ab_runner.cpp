@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <string>
 
 #include "compare.h"
 #include "ort_reference.h"
@@ -62,25 +63,17 @@ bool ort_lacks_kernel(const Status& s) {
 }
 
 // Empty when every output agrees within compare.h's tolerance for its dtype;
-// otherwise which output disagrees and how.
-Result<std::string> compare_outputs(const runtime::Session& ember, const ortref::OrtSession& ort,
-                                    const CaseModel& model) {
-  std::vector<runtime::NamedInput> named;
-  std::vector<ortref::OrtInput> ort_inputs;
-  for (const CaseInput& in : model.inputs) {
-    named.push_back({in.name, &in.value});
-    ort_inputs.push_back({in.name, &in.value});
-  }
-  EMBER_ASSIGN_OR_RETURN(std::vector<Tensor> mine, ember.run(named));
-  EMBER_ASSIGN_OR_RETURN(std::vector<Tensor> theirs, ort.run(ort_inputs));
+// otherwise which output disagrees and how. `names` are the outputs' names.
+std::string compare_tensors(const std::vector<std::string>& names, const std::vector<Tensor>& mine,
+                            const std::vector<Tensor>& theirs, const CaseModel& model) {
   if (mine.size() != theirs.size())
-    return fmt::format("Ember gives {} outputs, ONNX Runtime {}", mine.size(), theirs.size());
+    return fmt::format("ours gives {} outputs, ONNX Runtime {}", mine.size(), theirs.size());
   bool compared_logits = false;
   for (size_t i = 0; i < mine.size(); ++i) {
     if (model.rms_tolerance) {
-      if (ember.outputs()[i].name != "logits") continue;
+      if (names[i] != "logits") continue;
       if (theirs[i].dtype() != DType::kF32 || !(mine[i].shape() == theirs[i].shape())) {
-        return fmt::format("output 'logits': Ember gives {}, ONNX Runtime {}", mine[i].describe(), theirs[i].describe());
+        return fmt::format("output 'logits': ours gives {}, ONNX Runtime {}", mine[i].describe(), theirs[i].describe());
       }
       compared_logits = true;
       if (Status s = ortref::check_logits(ortref::compare_logits(mine[i], theirs[i]), *model.rms_tolerance); !s.is_ok())
@@ -89,10 +82,61 @@ Result<std::string> compare_outputs(const runtime::Session& ember, const ortref:
     }
     const Tolerance tolerance = model.tolerance.value_or(ortref::default_tolerance(theirs[i].dtype()));
     if (Status s = ortref::compare(mine[i], theirs[i], tolerance); !s.is_ok())
-      return fmt::format("output '{}': {}", ember.outputs()[i].name, s.message());
+      return fmt::format("output '{}': {}", names[i], s.message());
   }
   if (model.rms_tolerance && !compared_logits) return std::string("the model has no output named 'logits' to compare");
   return std::string();
+}
+
+std::vector<ortref::OrtInput> ort_inputs(const CaseModel& model) {
+  std::vector<ortref::OrtInput> inputs;
+  for (const CaseInput& in : model.inputs) inputs.push_back({in.name, &in.value});
+  return inputs;
+}
+
+Result<std::string> compare_outputs(const runtime::Session& ember, const ortref::OrtSession& ort,
+                                    const CaseModel& model) {
+  std::vector<runtime::NamedInput> named;
+  for (const CaseInput& in : model.inputs) named.push_back({in.name, &in.value});
+  EMBER_ASSIGN_OR_RETURN(std::vector<Tensor> mine, ember.run(named));
+  EMBER_ASSIGN_OR_RETURN(std::vector<Tensor> theirs, ort.run(ort_inputs(model)));
+  std::vector<std::string> names;
+  for (const runtime::IoInfo& o : ember.outputs()) names.push_back(o.name);
+  return compare_tensors(names, mine, theirs, model);
+}
+
+// The same, with ORT + the Ember EP as ours.
+Result<std::string> compare_outputs(const ortref::OrtSession& ours, const ortref::OrtSession& ort,
+                                    const CaseModel& model) {
+  EMBER_ASSIGN_OR_RETURN(std::vector<Tensor> mine, ours.run(ort_inputs(model)));
+  EMBER_ASSIGN_OR_RETURN(std::vector<Tensor> theirs, ort.run(ort_inputs(model)));
+  return compare_tensors(ours.output_names(), mine, theirs, model);
+}
+
+// With bound outputs each system writes into its own copy of the bound inputs.
+std::vector<Tensor> bound_copies(const CaseModel& model) {
+  std::vector<Tensor> copies;
+  for (const auto& [out, in] : model.bound_outputs) {
+    auto it = std::find_if(model.inputs.begin(), model.inputs.end(), [&](const CaseInput& c) { return c.name == in; });
+    copies.push_back(it == model.inputs.end() ? Tensor() : it->value.clone());
+  }
+  return copies;
+}
+
+const Tensor* input_for(const CaseModel& model, const std::vector<Tensor>& copies, const CaseInput& in) {
+  for (size_t b = 0; b < model.bound_outputs.size(); ++b) {
+    if (model.bound_outputs[b].second == in.name) return &copies[b];
+  }
+  return &in.value;
+}
+
+// An ORT session's timed inputs, wrapped once; bound outputs write into `copies`.
+Result<ortref::OrtSession::PreparedInputs> prepare_ort(const ortref::OrtSession& session, const CaseModel& model,
+                                                       std::vector<Tensor>& copies) {
+  std::vector<ortref::OrtInput> ins, outs;
+  for (const CaseInput& in : model.inputs) ins.push_back({in.name, input_for(model, copies, in)});
+  for (size_t b = 0; b < model.bound_outputs.size(); ++b) outs.push_back({model.bound_outputs[b].first, &copies[b]});
+  return session.prepare(ins, outs);
 }
 
 struct TimedSystem {
@@ -209,7 +253,100 @@ const char* status_name(CaseStatus s) {
   return "?";
 }
 
+const char* ours_name(const RunConfig& config) { return config.via_ort_ep ? "ORT + Ember EP" : "Ember"; }
+
+namespace {
+
+// Plain ORT and its null control, checked against ours and added to `systems`
+// (ours is systems[0]). Leaves result.detail empty when ORT can run the model.
+struct OrtPair {
+  Result<std::unique_ptr<ortref::OrtSession>> ort = internal_error("not created");
+  Result<std::unique_ptr<ortref::OrtSession>> null = internal_error("not created");
+  std::vector<Tensor> ort_bound, null_bound;
+  ortref::OrtSession::PreparedInputs ort_prepared, null_prepared;
+};
+
+void create_ort_pair(const CaseModel& model, int threads, OrtPair& pair, CaseResult& result) {
+  const ortref::OrtOptions options{threads, ortref::OrtOptLevel::kAll};
+  pair.ort = ort_session(model, options);
+  pair.null = ort_session(model, options);
+  for (const auto* s : {&pair.ort, &pair.null}) {
+    if (s->is_ok() || !result.detail.empty()) continue;
+    set_status(result, ort_lacks_kernel(s->status()) ? CaseStatus::kOrtNoKernel : CaseStatus::kError,
+               s->status().message());
+  }
+}
+
+// Appends the two ORT systems; false (with result set) on failure.
+bool add_ort_systems(const CaseModel& model, OrtPair& pair, std::vector<TimedSystem>& systems, CaseResult& result) {
+  pair.ort_bound = bound_copies(model);
+  pair.null_bound = bound_copies(model);
+  auto p = prepare_ort(**pair.ort, model, pair.ort_bound);
+  auto q = prepare_ort(**pair.null, model, pair.null_bound);
+  if (!p.is_ok() || !q.is_ok()) {
+    set_status(result, CaseStatus::kError, (p.is_ok() ? q.status() : p.status()).message());
+    return false;
+  }
+  pair.ort_prepared = std::move(*p);
+  pair.null_prepared = std::move(*q);
+  systems.push_back({[&pair] { return (*pair.ort)->run_prepared(pair.ort_prepared); }, {}, {}});
+  systems.push_back({[&pair] { return (*pair.null)->run_prepared(pair.null_prepared); }, {}, {}});
+  return true;
+}
+
+void finish_times(const CaseModel& model, CaseResult& result) {
+  const double copies = static_cast<double>(model.copies);
+  result.ours_p50_us /= copies;
+  result.ort_p50_us /= copies;
+  result.null_p50_us /= copies;
+}
+
+// Ours: ORT with the Ember EP appended. Ember's threads follow `threads` (the
+// EP option num_threads); ORT's intra-op threads too, as in plain ORT.
+CaseResult run_case_via_ep(const std::string& name, const CaseModel& model, int threads, const RunConfig& config) {
+  CaseResult result;
+  result.name = name;
+  result.threads = threads;
+  ortref::OrtOptions ep_options{threads, ortref::OrtOptLevel::kAll};
+  ep_options.plugin_ep = kEmberEp;
+  ep_options.plugin_ep_options = {{"num_threads", std::to_string(threads)}};
+  if (!config.ep_spinning) ep_options.config_entries = {{"session.intra_op.allow_spinning", "0"}};
+  auto ours = ort_session(model, ep_options);
+  if (!ours.is_ok()) {
+    set_status(result, CaseStatus::kError, "ORT + Ember EP: " + ours.status().message());
+    return result;
+  }
+  OrtPair pair;
+  create_ort_pair(model, threads, pair, result);
+  const bool with_ort = result.detail.empty();
+  if (with_ort) {
+    auto agree = compare_outputs(**ours, **pair.ort, model);
+    if (!agree.is_ok()) {
+      set_status(result, CaseStatus::kError, agree.status().message());
+      return result;
+    }
+    if (!agree->empty()) set_status(result, CaseStatus::kMismatch, *agree);
+  }
+  std::vector<Tensor> ours_bound = bound_copies(model);
+  auto ours_prepared = prepare_ort(**ours, model, ours_bound);
+  if (!ours_prepared.is_ok()) {
+    set_status(result, CaseStatus::kError, ours_prepared.status().message());
+    return result;
+  }
+  std::vector<TimedSystem> systems;
+  systems.push_back({[&] { return (*ours)->run_prepared(*ours_prepared); }, {}, {}});
+  if (with_ort && !add_ort_systems(model, pair, systems, result)) return result;
+  if (Status s = time_systems(systems, trial_shape(threads), config, result); !s.is_ok()) {
+    set_status(result, CaseStatus::kError, s.message());
+  }
+  finish_times(model, result);
+  return result;
+}
+
+}  // namespace
+
 CaseResult run_case(const std::string& name, const CaseModel& model, int threads, const RunConfig& config) {
+  if (config.via_ort_ep) return run_case_via_ep(name, model, threads, config);
   CaseResult result;
   result.name = name;
   result.threads = threads;
@@ -220,17 +357,11 @@ CaseResult run_case(const std::string& name, const CaseModel& model, int threads
                "Ember: " + ember.status().message());
     return result;
   }
-  const ortref::OrtOptions ort_options{threads, ortref::OrtOptLevel::kAll};
-  auto ort = ort_session(model, ort_options);
-  auto ort_null = ort_session(model, ort_options);
-  for (const auto* s : {&ort, &ort_null}) {
-    if (s->is_ok() || !result.detail.empty()) continue;
-    set_status(result, ort_lacks_kernel(s->status()) ? CaseStatus::kOrtNoKernel : CaseStatus::kError,
-               s->status().message());
-  }
+  OrtPair pair;
+  create_ort_pair(model, threads, pair, result);
   const bool with_ort = result.detail.empty();
   if (with_ort) {
-    auto agree = compare_outputs(**ember, **ort, model);
+    auto agree = compare_outputs(**ember, **pair.ort, model);
     if (!agree.is_ok()) {
       set_status(result, CaseStatus::kError, agree.status().message());
       return result;
@@ -238,27 +369,12 @@ CaseResult run_case(const std::string& name, const CaseModel& model, int threads
     if (!agree->empty()) set_status(result, CaseStatus::kMismatch, *agree);
   }
 
-  // With bound outputs each system writes into its own copy of the bound inputs.
-  auto bound_copies = [&] {
-    std::vector<Tensor> copies;
-    for (const auto& [out, in] : model.bound_outputs) {
-      auto it = std::find_if(model.inputs.begin(), model.inputs.end(), [&](const CaseInput& c) { return c.name == in; });
-      copies.push_back(it == model.inputs.end() ? Tensor() : it->value.clone());
-    }
-    return copies;
-  };
-  auto input_for = [&](const std::vector<Tensor>& copies, const CaseInput& in) -> const Tensor* {
-    for (size_t b = 0; b < model.bound_outputs.size(); ++b) {
-      if (model.bound_outputs[b].second == in.name) return &copies[b];
-    }
-    return &in.value;
-  };
-  std::vector<Tensor> ember_bound = bound_copies(), ort_bound = bound_copies(), null_bound = bound_copies();
+  std::vector<Tensor> ember_bound = bound_copies(model);
   std::vector<const Tensor*> positional;
   for (const runtime::IoInfo& info : (*ember)->inputs()) {
     auto it = std::find_if(model.inputs.begin(), model.inputs.end(),
                            [&](const CaseInput& in) { return in.name == info.name; });
-    positional.push_back(it == model.inputs.end() ? nullptr : input_for(ember_bound, *it));
+    positional.push_back(it == model.inputs.end() ? nullptr : input_for(model, ember_bound, *it));
   }
   std::vector<Tensor*> ember_outputs((*ember)->outputs().size(), nullptr);
   for (size_t b = 0; b < model.bound_outputs.size(); ++b) {
@@ -266,10 +382,6 @@ CaseResult run_case(const std::string& name, const CaseModel& model, int threads
     auto it = std::find_if(outs.begin(), outs.end(), [&](const runtime::IoInfo& o) { return o.name == model.bound_outputs[b].first; });
     if (it != outs.end()) ember_outputs[static_cast<size_t>(it - outs.begin())] = &ember_bound[b];
   }
-  auto ort_args = [&](std::vector<Tensor>& copies, std::vector<ortref::OrtInput>& ins, std::vector<ortref::OrtInput>& outs) {
-    for (const CaseInput& in : model.inputs) ins.push_back({in.name, input_for(copies, in)});
-    for (size_t b = 0; b < model.bound_outputs.size(); ++b) outs.push_back({model.bound_outputs[b].first, &copies[b]});
-  };
 
   std::vector<Tensor> outputs;
   std::vector<TimedSystem> systems;
@@ -278,29 +390,11 @@ CaseResult run_case(const std::string& name, const CaseModel& model, int threads
   } else {
     systems.push_back({[&] { return (*ember)->run_bound(positional, ember_outputs); }, {}, {}});
   }
-  ortref::OrtSession::PreparedInputs ort_prepared, null_prepared;
-  if (with_ort) {
-    std::vector<ortref::OrtInput> ort_in, ort_out, null_in, null_out;
-    ort_args(ort_bound, ort_in, ort_out);
-    ort_args(null_bound, null_in, null_out);
-    auto p = (*ort)->prepare(ort_in, ort_out);
-    auto q = (*ort_null)->prepare(null_in, null_out);
-    if (!p.is_ok() || !q.is_ok()) {
-      set_status(result, CaseStatus::kError, (p.is_ok() ? q.status() : p.status()).message());
-      return result;
-    }
-    ort_prepared = std::move(*p);
-    null_prepared = std::move(*q);
-    systems.push_back({[&] { return (*ort)->run_prepared(ort_prepared); }, {}, {}});
-    systems.push_back({[&] { return (*ort_null)->run_prepared(null_prepared); }, {}, {}});
-  }
+  if (with_ort && !add_ort_systems(model, pair, systems, result)) return result;
   if (Status s = time_systems(systems, trial_shape(threads), config, result); !s.is_ok()) {
     set_status(result, CaseStatus::kError, s.message());
   }
-  const double copies = static_cast<double>(model.copies);
-  result.ours_p50_us /= copies;
-  result.ort_p50_us /= copies;
-  result.null_p50_us /= copies;
+  finish_times(model, result);
   return result;
 }
 

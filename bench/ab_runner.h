@@ -14,7 +14,18 @@ struct RunConfig {
   double round_ms = 60.0;   // the three systems together
   double warmup_ms = 20.0;  // untimed trials before the first round, for at least this long
   int warmup_trials = 3;    // and at least this many
+  // "Ours" is an ONNX Runtime session with the Ember plugin EP appended (it must
+  // be registered as kEmberEp first), against plain ORT.
+  bool via_ort_ep = false;
+  // With via_ort_ep: leave session.intra_op.allow_spinning at ORT's default ("1")
+  // in the EP session instead of "0".
+  bool ep_spinning = false;
 };
+
+inline constexpr const char* kEmberEp = "EmberExecutionProvider";
+
+// "ours" in reports: "Ember" or "ORT + Ember EP".
+const char* ours_name(const RunConfig& config);
 
 // What happened to a case, in the order a reader checks them.
 enum class CaseStatus {

@@ -90,5 +90,6 @@ void add_nbits_cases(std::vector<BenchCase>& cases);      // com.microsoft MatMu
 void add_integer_cases(std::vector<BenchCase>& cases);    // MatMulInteger, QLinearMatMul, (De)QuantizeLinear
 void add_gbq_cases(std::vector<BenchCase>& cases);        // com.microsoft GatherBlockQuantized
 void add_attention_cases(std::vector<BenchCase>& cases);  // com.microsoft GroupQueryAttention
+void add_overhead_cases(std::vector<BenchCase>& cases);  // one-element ops: per-run overhead
 
 }  // namespace ember::bench

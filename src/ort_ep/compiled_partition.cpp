@@ -1,6 +1,8 @@
 #include "ort_ep/compiled_partition.h"
 
+#include <algorithm>
 #include <cstring>
+#include <span>
 #include <set>
 #include <string>
 
@@ -115,11 +117,16 @@ Status CompiledPartition::compute(OrtKernelContext* ctx) {
   return Status::ok();
 }
 
-Status CompiledPartition::compute_locked(OrtKernelContext* ctx) {
+// Points the input views at this run's ORT tensors: 3 API calls per input, no
+// OrtTensorTypeAndShapeInfo. Returns whether any input's presence, dtype or
+// shape differs from the last run's (then the outputs must be planned again).
+Result<bool> CompiledPartition::bind_inputs(OrtKernelContext* ctx) {
+  bool changed = !planned_valid_;
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const OrtValue* value = nullptr;
     EMBER_ORT(KernelContext_GetInput, ctx, i, &value);
     if (!value) {
+      changed = changed || input_ptrs_[i] != nullptr;
       input_ptrs_[i] = nullptr;
       continue;
     }
@@ -128,25 +135,50 @@ Status CompiledPartition::compute_locked(OrtKernelContext* ctx) {
     size_t rank = 0;
     EMBER_ORT(GetTensorElementTypeAndShapeDataReference, value, &elem, &dims, &rank);
     Tensor& t = inputs_[i];
-    t.set_dtype(static_cast<DType>(static_cast<int>(elem)));
-    t.set_shape(Shape(std::span<const int64_t>(dims, rank)));
+    const auto dtype = static_cast<DType>(static_cast<int>(elem));
+    const std::span<const int64_t> shape(dims, rank);
+    if (input_ptrs_[i] != &t || t.dtype() != dtype || !std::ranges::equal(t.shape(), shape)) {
+      changed = true;
+      t.set_dtype(dtype);
+      t.set_shape(Shape(shape));
+    }
     const void* data = nullptr;
     if (t.numel() > 0) EMBER_ORT(GetTensorData, value, &data);
     t.set_data(const_cast<void*>(data));
     input_ptrs_[i] = &t;
   }
+  return changed;
+}
+
+// Output dtypes and shapes for the bound inputs, planned only when an input's
+// shape changed: a decode loop or a fixed-shape model plans once.
+Status CompiledPartition::plan_outputs() {
+  planned_valid_ = false;
   EMBER_RETURN_IF_ERROR(session_->output_shapes(input_ptrs_, planned_));
-  for (const runtime::PlannedOutput& p : planned_) {
-    if (!p.known) return run_and_copy(ctx);
-  }
+  dynamic_ = false;
   for (size_t k = 0; k < outputs_.size(); ++k) {
-    const Shape& shape = planned_[k].shape;
+    dynamic_ = dynamic_ || !planned_[k].known;
+    outputs_[k].set_dtype(planned_[k].dtype);
+    outputs_[k].set_shape(planned_[k].shape);
+  }
+  planned_valid_ = true;
+  return Status::ok();
+}
+
+Status CompiledPartition::compute_locked(OrtKernelContext* ctx) {
+  Result<bool> changed = bind_inputs(ctx);
+  if (!changed.is_ok()) {
+    planned_valid_ = false;
+    return changed.status();
+  }
+  if (*changed) EMBER_RETURN_IF_ERROR(plan_outputs());
+  if (dynamic_) return run_and_copy(ctx);
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    const Shape& shape = outputs_[k].shape();
     OrtValue* value = nullptr;
     EMBER_ORT(KernelContext_GetOutput, ctx, k, shape.data(), shape.size(), &value);
     void* data = nullptr;
     EMBER_ORT(GetTensorMutableData, value, &data);
-    outputs_[k].set_dtype(planned_[k].dtype);
-    outputs_[k].set_shape(shape);
     outputs_[k].set_data(data);
   }
   return session_->run_bound(input_ptrs_, output_ptrs_);

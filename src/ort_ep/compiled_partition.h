@@ -31,6 +31,8 @@ class CompiledPartition : public OrtNodeComputeInfo {
  private:
   CompiledPartition();
   Status compute_locked(OrtKernelContext* ctx);
+  Result<bool> bind_inputs(OrtKernelContext* ctx);
+  Status plan_outputs();
   Status run_and_copy(OrtKernelContext* ctx);
 
   std::unique_ptr<runtime::Session> session_;
@@ -44,6 +46,9 @@ class CompiledPartition : public OrtNodeComputeInfo {
   std::vector<Tensor> outputs_;
   std::vector<Tensor*> output_ptrs_;
   std::vector<Tensor> owned_outputs_;  // outputs whose shape is known only after running
+  // planned_ and outputs_' dtypes and shapes hold for the inputs' current shapes.
+  bool planned_valid_ = false;
+  bool dynamic_ = false;  // some output's shape is known only after running
 };
 
 }  // namespace ember::ort_ep

@@ -2,6 +2,7 @@
 // OrtEpFactory for the CPU device and its OrtEp: GetCapability claims what the
 // op registry can build, in convex groups; Compile turns each group into a
 // CompiledPartition.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
@@ -16,10 +17,31 @@
 #include "ort_ep/graph_import.h"
 #include "ort_ep/ort_api.h"
 #include "ort_ep/partition.h"
+#include "runtime/executor.h"
 #include "threading/thread_pool.h"
 
 namespace ember::ort_ep {
 namespace {
+
+// A node with subgraphs (If, Loop, Scan) is claimed whole when an Ember
+// executor builds it: its kernel compiles every subgraph, whose kernels are
+// created where their dtypes are known, i.e. everywhere ORT inferred types.
+bool subgraph_node_supported(std::shared_ptr<ir::Graph> g) {
+  ir::Node& n = g->nodes[0];
+  for (ir::ValueId id : n.inputs) {
+    if (id == ir::kNoValue) continue;
+    g->value(id).is_graph_input = true;
+    g->inputs.push_back(id);
+  }
+  for (ir::ValueId id : n.outputs) {
+    if (id == ir::kNoValue) continue;
+    g->value(id).is_graph_output = true;
+    g->outputs.push_back(id);
+  }
+  if (!g->rebuild_links().is_ok()) return false;
+  std::vector<ir::ValueId> inputs = g->inputs;
+  return runtime::Executor::create(std::move(g), std::move(inputs)).is_ok();
+}
 
 // True when Ember's registry builds a kernel for the node with its input dtypes
 // (no constants are passed, so nothing is prepacked while deciding).
@@ -29,14 +51,19 @@ bool is_supported(const OrtNode* node, const std::map<std::string, int>& opsets)
   if (from_ort(api().Node_GetEpName(node, &ep), "Node_GetEpName").is_ok() && ep && *ep && std::string(ep) != kEpName) {
     return false;
   }
-  ir::Graph g;
-  GraphImporter importer(g);
+  auto g = std::make_shared<ir::Graph>();
+  g->opsets = opsets;
+  GraphImporter importer(*g);
   if (!importer.add_node(node, opsets).is_ok()) return false;
-  const ir::Node& n = g.nodes[0];
+  const ir::Node& n = g->nodes[0];
+  if (n.inputs.size() > n.num_explicit_inputs ||
+      std::any_of(n.attributes.begin(), n.attributes.end(), [](const ir::Attribute& a) { return a.g != nullptr; })) {
+    return subgraph_node_supported(std::move(g));
+  }
   std::vector<DType> dtypes;
-  for (ir::ValueId id : n.inputs) dtypes.push_back(id == ir::kNoValue ? DType::kUndefined : g.value(id).dtype);
+  for (ir::ValueId id : n.inputs) dtypes.push_back(id == ir::kNoValue ? DType::kUndefined : g->value(id).dtype);
   std::vector<const Tensor*> constants(dtypes.size(), nullptr);
-  kernels::KernelInit init{n, dtypes, constants, nullptr, &g};
+  kernels::KernelInit init{n, dtypes, constants, nullptr, g.get()};
   return kernels::create_kernel(init).is_ok();
 }
 
@@ -74,6 +101,12 @@ Result<std::vector<std::vector<int>>> producers(const std::vector<const OrtNode*
 
 Status get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
   EMBER_ASSIGN_OR_RETURN(auto opsets, read_opsets(graph));
+  // A subgraph of a node Ember claims whole runs inside that node's kernel;
+  // ORT asks about it separately, and a claim here would fuse its nodes into an
+  // op only ORT's graph knows.
+  const OrtNode* parent = nullptr;
+  EMBER_ORT(Graph_GetParentNode, graph, &parent);
+  if (parent && is_supported(parent, opsets)) return Status::ok();
   EMBER_ASSIGN_OR_RETURN(auto nodes, graph_nodes(graph));
   std::vector<bool> supported(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) supported[i] = is_supported(nodes[i], opsets);
@@ -174,14 +207,17 @@ OrtStatus* ORT_API_CALL factory_create_ep(OrtEpFactory*, const OrtHardwareDevice
     ep->GetCapability = ep_get_capability;
     ep->Compile = ep_compile;
     ep->ReleaseNodeComputeInfos = ep_release_infos;
-    const std::string threads = config_entry(options, "ep.emberexecutionprovider.num_threads");
-    if (!threads.empty()) {
+    // Ember's threads per Compute: the EP option, else the session's intra-op
+    // count when it is a config entry (AddSessionConfigEntry; ORT 1.30 does not
+    // mirror SetIntraOpNumThreads there), else Ember's default.
+    for (const char* key : {"ep.emberexecutionprovider.num_threads", "session.intra_op_num_threads"}) {
+      const std::string threads = config_entry(options, key);
+      if (threads.empty()) continue;
       char* end = nullptr;
       const long v = std::strtol(threads.c_str(), &end, 10);
-      if (*end != '\0' || v < 0 || v > 256) {
-        return to_ort(invalid_argument("ep.emberexecutionprovider.num_threads must be 0..256, got '{}'", threads));
-      }
+      if (*end != '\0' || v < 0 || v > 256) return to_ort(invalid_argument("{} must be 0..256, got '{}'", key, threads));
       ep->num_threads = static_cast<int>(v);
+      break;
     }
     *out = ep.release();
     return nullptr;

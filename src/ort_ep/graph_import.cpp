@@ -179,17 +179,14 @@ Status GraphImporter::add_node(const OrtNode* node, const std::map<std::string, 
   const char* op = nullptr;
   const char* domain = nullptr;
   int since = 0;
-  size_t num_subgraphs = 0;
   EMBER_ORT(Node_GetName, node, &name);
   EMBER_ORT(Node_GetOperatorType, node, &op);
   EMBER_ORT(Node_GetDomain, node, &domain);
   EMBER_ORT(Node_GetSinceVersion, node, &since);
-  EMBER_ORT(Node_GetNumSubgraphs, node, &num_subgraphs);
   ir::Node n;
   n.name = name ? name : "";
   n.op_type = op;
   n.domain = domain && std::strcmp(domain, "ai.onnx") != 0 ? domain : "";
-  if (num_subgraphs > 0) return not_implemented("{}: nodes with subgraphs are not claimed yet", n.label());
   auto it = opsets.find(n.domain);
   n.opset = it != opsets.end() ? it->second : since;
   size_t num_attrs = 0;
@@ -197,10 +194,14 @@ Status GraphImporter::add_node(const OrtNode* node, const std::map<std::string, 
   std::vector<const OrtOpAttr*> attrs(num_attrs);
   if (num_attrs) EMBER_ORT(Node_GetAttributes, node, attrs.data(), num_attrs);
   for (const OrtOpAttr* attr : attrs) {
+    OrtOpAttrType type = ORT_OP_ATTR_UNDEFINED;
+    EMBER_ORT(OpAttr_GetType, attr, &type);
+    if (type == ORT_OP_ATTR_GRAPH) continue;  // read below, through Node_GetSubgraphs
     ir::Attribute a;
     EMBER_RETURN_IF_ERROR(read_attribute(attr, a).with_context(n.label() + ": "));
     n.attributes.push_back(std::move(a));
   }
+  EMBER_RETURN_IF_ERROR(add_subgraphs(node, opsets, n).with_context(n.label() + ": "));
   EMBER_ASSIGN_OR_RETURN(auto inputs, node_inputs(node));
   for (const OrtValueInfo* in : inputs) {
     ir::ValueId id = ir::kNoValue;
@@ -210,6 +211,15 @@ Status GraphImporter::add_node(const OrtNode* node, const std::map<std::string, 
     n.inputs.push_back(id);
   }
   n.num_explicit_inputs = n.inputs.size();
+  size_t num_implicit = 0;
+  EMBER_ORT(Node_GetNumImplicitInputs, node, &num_implicit);
+  std::vector<const OrtValueInfo*> implicit(num_implicit);
+  if (num_implicit) EMBER_ORT(Node_GetImplicitInputs, node, implicit.data(), num_implicit);
+  for (const OrtValueInfo* in : implicit) {
+    EMBER_ASSIGN_OR_RETURN(ir::ValueId id, value(in, false));
+    EMBER_RETURN_IF_ERROR(copy_if_constant(in, id));
+    n.inputs.push_back(id);
+  }
   EMBER_ASSIGN_OR_RETURN(auto outputs, node_outputs(node));
   for (const OrtValueInfo* out : outputs) {
     ir::ValueId id = ir::kNoValue;
@@ -220,6 +230,97 @@ Status GraphImporter::add_node(const OrtNode* node, const std::map<std::string, 
   }
   graph_.nodes.push_back(std::move(n));
   return Status::ok();
+}
+
+// ORT drops constant initializers from a fused node's inputs, and the partition
+// copies the ones its nodes read explicitly; one only a subgraph reads (an
+// implicit input) is copied here.
+Status GraphImporter::copy_if_constant(const OrtValueInfo* info, ir::ValueId id) {
+  ir::Value& v = graph_.value(id);
+  bool is_constant = false;
+  EMBER_ORT(ValueInfo_IsConstantInitializer, info, &is_constant);
+  if (!is_constant || v.constant || v.is_graph_input) return Status::ok();
+  const OrtValue* value = nullptr;
+  EMBER_ORT(ValueInfo_GetInitializerValue, info, &value);
+  if (!value) return Status::ok();
+  EMBER_ASSIGN_OR_RETURN(Tensor t, copy_tensor(value));
+  graph_.value(id).constant = std::move(t);
+  return Status::ok();
+}
+
+Status GraphImporter::add_subgraphs(const OrtNode* node, const std::map<std::string, int>& opsets, ir::Node& n) {
+  size_t count = 0;
+  EMBER_ORT(Node_GetNumSubgraphs, node, &count);
+  if (count == 0) return Status::ok();
+  std::vector<const OrtGraph*> graphs(count);
+  std::vector<const char*> names(count);
+  EMBER_ORT(Node_GetSubgraphs, node, graphs.data(), count, names.data());
+  for (size_t i = 0; i < count; ++i) {
+    ir::Attribute a;
+    a.name = names[i] ? names[i] : "";
+    a.type = ir::AttrType::kGraph;
+    auto g = import_subgraph(graphs[i], opsets);
+    if (!g.is_ok()) return g.status().with_context(fmt::format("subgraph '{}': ", a.name));
+    a.g = std::move(g).value();
+    n.attributes.push_back(std::move(a));
+  }
+  return Status::ok();
+}
+
+Result<std::shared_ptr<ir::Graph>> import_subgraph(const OrtGraph* graph, const std::map<std::string, int>& opsets) {
+  auto g = std::make_shared<ir::Graph>();
+  g->opsets = opsets;
+  GraphImporter importer(*g);
+  size_t n = 0;
+  EMBER_ORT(Graph_GetNumInputs, graph, &n);
+  std::vector<const OrtValueInfo*> inputs(n);
+  if (n) EMBER_ORT(Graph_GetInputs, graph, inputs.data(), n);
+  for (const OrtValueInfo* in : inputs) {
+    EMBER_ASSIGN_OR_RETURN(ir::ValueId id, importer.value(in, true));
+    g->value(id).is_graph_input = true;
+    g->inputs.push_back(id);
+  }
+  EMBER_ORT(Graph_GetNumInitializers, graph, &n);
+  std::vector<const OrtValueInfo*> initializers(n);
+  if (n) EMBER_ORT(Graph_GetInitializers, graph, initializers.data(), n);
+  for (const OrtValueInfo* info : initializers) {
+    EMBER_ASSIGN_OR_RETURN(ir::ValueId id, importer.value(info, true));
+    const OrtValue* value = nullptr;
+    EMBER_ORT(ValueInfo_GetInitializerValue, info, &value);
+    if (!value) continue;
+    EMBER_ASSIGN_OR_RETURN(Tensor t, copy_tensor(value));
+    g->value(id).constant = std::move(t);
+  }
+  EMBER_ASSIGN_OR_RETURN(auto nodes, graph_nodes(graph));
+  for (const OrtNode* node : nodes) EMBER_RETURN_IF_ERROR(importer.add_node(node, opsets));
+  EMBER_ORT(Graph_GetNumOutputs, graph, &n);
+  std::vector<const OrtValueInfo*> outputs(n);
+  if (n) EMBER_ORT(Graph_GetOutputs, graph, outputs.data(), n);
+  for (const OrtValueInfo* out : outputs) {
+    EMBER_ASSIGN_OR_RETURN(ir::ValueId id, importer.value(out, true));
+    g->value(id).is_graph_output = true;
+    g->outputs.push_back(id);
+  }
+  std::vector<bool> produced(g->values.size(), false);
+  for (const ir::Node& node : g->nodes) {
+    for (ir::ValueId id : node.outputs) {
+      if (id != ir::kNoValue) produced[static_cast<size_t>(id)] = true;
+    }
+  }
+  auto mark_outer = [&](ir::ValueId id) {
+    ir::Value& v = g->value(id);
+    if (produced[static_cast<size_t>(id)] || v.is_graph_input || v.constant || v.is_outer_scope) return;
+    v.is_outer_scope = true;
+    g->outer_refs.push_back(id);
+  };
+  for (const ir::Node& node : g->nodes) {
+    for (ir::ValueId id : node.inputs) {
+      if (id != ir::kNoValue) mark_outer(id);
+    }
+  }
+  for (ir::ValueId id : g->outputs) mark_outer(id);
+  EMBER_RETURN_IF_ERROR(g->rebuild_links());
+  return g;
 }
 
 }  // namespace ember::ort_ep

@@ -23,6 +23,11 @@ Result<std::vector<const OrtNode*>> graph_nodes(const OrtGraph* graph);
 // A copy of an ORT tensor value (an initializer or a tensor attribute).
 Result<Tensor> copy_tensor(const OrtValue* value);
 
+// A subgraph (an attribute of an If/Loop/Scan node) as an ir::Graph: its
+// inputs, initializers (copied), nodes and outputs; the names it reads but does
+// not define are its outer references, in first-use order.
+Result<std::shared_ptr<ir::Graph>> import_subgraph(const OrtGraph* graph, const std::map<std::string, int>& opsets);
+
 // Adds ORT nodes to an ir::Graph, creating values by name.
 class GraphImporter {
  public:
@@ -32,11 +37,15 @@ class GraphImporter {
   // known sizes when `with_shape`; symbolic sizes are left unknown).
   Result<ir::ValueId> value(const OrtValueInfo* info, bool with_shape);
   // Appends the node (op, domain, opset from `opsets` else the schema's
-  // since-version, attributes, inputs and outputs). Nodes with subgraphs are
-  // refused.
+  // since-version, attributes, inputs and outputs). A node with subgraphs (If,
+  // Loop, Scan) gets each as a graph attribute, and the values its subgraphs
+  // read from enclosing graphs (ORT's implicit inputs) after its explicit inputs.
   Status add_node(const OrtNode* node, const std::map<std::string, int>& opsets);
 
  private:
+  Status copy_if_constant(const OrtValueInfo* info, ir::ValueId id);
+  Status add_subgraphs(const OrtNode* node, const std::map<std::string, int>& opsets, ir::Node& n);
+
   ir::Graph& graph_;
 };
 

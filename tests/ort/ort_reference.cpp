@@ -253,11 +253,22 @@ Result<std::unique_ptr<OrtSession>> OrtSession::create(const std::string& path, 
                                                   static_cast<GraphOptimizationLevel>(options.optimization)));
   if (!options.plugin_ep.empty()) {
     EMBER_ASSIGN_OR_RETURN(const OrtEpDevice* device, find_ep_device(api, options.plugin_ep));
-    EMBER_ORT_CHECK(api, SessionOptionsAppendExecutionProvider_V2(opts.get(), runtime().env, &device, 1, nullptr,
-                                                                  nullptr, 0));
+    std::vector<const char*> keys, values;
+    for (const auto& [k, v] : options.plugin_ep_options) {
+      keys.push_back(k.c_str());
+      values.push_back(v.c_str());
+    }
+    EMBER_ORT_CHECK(api, SessionOptionsAppendExecutionProvider_V2(opts.get(), runtime().env, &device, 1, keys.data(),
+                                                                  values.data(), keys.size()));
+  }
+  for (const auto& [k, v] : options.config_entries) {
+    EMBER_ORT_CHECK(api, AddSessionConfigEntry(opts.get(), k.c_str(), v.c_str()));
   }
   if (options.disable_cpu_ep_fallback) {
     EMBER_ORT_CHECK(api, AddSessionConfigEntry(opts.get(), "session.disable_cpu_ep_fallback", "1"));
+  }
+  if (options.record_ep_assignment) {
+    EMBER_ORT_CHECK(api, AddSessionConfigEntry(opts.get(), "session.record_ep_graph_assignment_info", "1"));
   }
   std::unique_ptr<OrtSession> self(new OrtSession());
   OrtSessionHandle* handle = nullptr;
@@ -307,6 +318,33 @@ Result<std::vector<Tensor>> OrtSession::run(std::span<const OrtInput> inputs) co
     if (outs[i]) api->ReleaseValue(outs[i]);
   }
   if (!run_status.is_ok()) return run_status;
+  return result;
+}
+
+Result<std::vector<EpAssignedSubgraph>> OrtSession::ep_assignment() const {
+  const OrtApi* api = runtime().api;
+  const OrtEpAssignedSubgraph* const* subgraphs = nullptr;
+  size_t count = 0;
+  EMBER_ORT_CHECK(api, Session_GetEpGraphAssignmentInfo(static_cast<OrtSessionHandle*>(session_), &subgraphs, &count));
+  std::vector<EpAssignedSubgraph> result(count);
+  for (size_t i = 0; i < count; ++i) {
+    const char* ep = nullptr;
+    EMBER_ORT_CHECK(api, EpAssignedSubgraph_GetEpName(subgraphs[i], &ep));
+    result[i].ep_name = ep ? ep : "";
+    const OrtEpAssignedNode* const* nodes = nullptr;
+    size_t num_nodes = 0;
+    EMBER_ORT_CHECK(api, EpAssignedSubgraph_GetNodes(subgraphs[i], &nodes, &num_nodes));
+    for (size_t k = 0; k < num_nodes; ++k) {
+      const char* name = nullptr;
+      const char* domain = nullptr;
+      const char* op = nullptr;
+      EMBER_ORT_CHECK(api, EpAssignedNode_GetName(nodes[k], &name));
+      EMBER_ORT_CHECK(api, EpAssignedNode_GetDomain(nodes[k], &domain));
+      EMBER_ORT_CHECK(api, EpAssignedNode_GetOperatorType(nodes[k], &op));
+      result[i].node_names.emplace_back(name ? name : "");
+      result[i].op_types.push_back(fmt::format("{}:{}", domain ? domain : "", op ? op : ""));
+    }
+  }
   return result;
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -27,6 +28,21 @@ struct OrtOptions {
   // session.disable_cpu_ep_fallback: creating the session fails unless the
   // plugin EP claims every node.
   bool disable_cpu_ep_fallback = false;
+  // Options for the plugin EP (keys without the ep.<name>. prefix: "num_threads").
+  std::vector<std::pair<std::string, std::string>> plugin_ep_options;
+  // Further session config entries (AddSessionConfigEntry), e.g.
+  // {"session.intra_op.allow_spinning", "0"}.
+  std::vector<std::pair<std::string, std::string>> config_entries;
+  // session.record_ep_graph_assignment_info, which OrtSession::ep_assignment needs.
+  bool record_ep_assignment = false;
+};
+
+// The nodes ONNX Runtime assigned to one execution provider, as recorded after
+// its basic optimizations (for a compiling EP: one entry per fused partition).
+struct EpAssignedSubgraph {
+  std::string ep_name;
+  std::vector<std::string> node_names;
+  std::vector<std::string> op_types;  // "domain:OpType" ("" domain for ONNX), per node
 };
 
 // Plugin execution provider libraries in the harness's environment
@@ -54,6 +70,9 @@ class OrtSession {
 
   const std::vector<std::string>& input_names() const { return input_names_; }
   const std::vector<std::string>& output_names() const { return output_names_; }
+  // Session_GetEpGraphAssignmentInfo: fails unless the session was created with
+  // record_ep_assignment.
+  Result<std::vector<EpAssignedSubgraph>> ep_assignment() const;
 
   // Runs on `inputs` (copied into ONNX Runtime's memory) and returns every graph
   // output, in graph order, as an owning Tensor.
