@@ -114,22 +114,24 @@ Status bit_equal(const Tensor& got, const Tensor& want) {
 struct Case {
   std::string model;
   std::vector<std::pair<std::string, Tensor>> inputs;
-  uint64_t nodes = 0;  // nodes of the model, all of which ORT must assign to Ember
+  uint64_t nodes = 0;  // nodes ORT must assign to Ember
   bool exact = true;   // Ember's kernel gives ORT's bits
+  uint64_t other = 0;  // nodes left to ORT's CPU EP (then CPU fallback stays on)
 };
 
-// Runs the case on plain ORT and on ORT + Ember (no CPU fallback): outputs
-// agree, plain ORT leaves the counter alone, and each Ember run adds `nodes`.
+// Runs the case on plain ORT and on ORT + Ember (no CPU fallback unless nodes
+// are left to ORT): outputs agree, plain ORT leaves the counter alone, and each
+// Ember run adds `nodes`.
 void expect_case(const Case& c) {
   Registered reg;
   ASSERT_TRUE(reg.status().is_ok()) << reg.status().to_string();
   auto plain = OrtSession::load_from_bytes(bytes_of(c.model));
   ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
-  auto ember = OrtSession::load_from_bytes(bytes_of(c.model), with_ember(true));
+  auto ember = OrtSession::load_from_bytes(bytes_of(c.model), with_ember(c.other == 0));
   ASSERT_TRUE(ember.is_ok()) << ember.status().to_string();
   const Assignment assigned = assignment(**ember);
   EXPECT_EQ(assigned.ember, c.nodes) << "ORT assigned to others: " << assigned.other_ops;
-  EXPECT_EQ(assigned.other, 0u) << assigned.other_ops;
+  EXPECT_EQ(assigned.other, c.other) << assigned.other_ops;
   std::vector<OrtInput> inputs;
   for (const auto& [name, value] : c.inputs) inputs.push_back({name, &value});
   const uint64_t before = executed_nodes();
@@ -253,8 +255,6 @@ TEST(OrtEp, ChainIsOnePartition) {
 // Relu -> Det (no Ember kernel) -> Neg: ORT's CPU EP runs Det; both Ember
 // nodes still run on Ember, in two partitions.
 TEST(OrtEp, MixedChainClaimsBothSides) {
-  Registered reg;
-  ASSERT_TRUE(reg.status().is_ok()) << reg.status().to_string();
   ModelBuilder b(17);
   b.add_input("x", DType::kF32, {2, 3, 3});
   b.add_output("y", DType::kF32, {2});
@@ -262,57 +262,30 @@ TEST(OrtEp, MixedChainClaimsBothSides) {
   b.add_node("Det", {"r"}, {"d"});
   b.add_node("Neg", {"d"}, {"y"});
   const std::string model = b.serialize();
-  auto strict = OrtSession::load_from_bytes(bytes_of(model), with_ember(true));
-  EXPECT_FALSE(strict.is_ok()) << "Det was claimed, or ORT ignored session.disable_cpu_ep_fallback";
-  auto plain = OrtSession::load_from_bytes(bytes_of(model));
-  auto ember = OrtSession::load_from_bytes(bytes_of(model), with_ember(false));
-  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
-  ASSERT_TRUE(ember.is_ok()) << ember.status().to_string();
-  const Tensor x = random_f32({2, 3, 3}, 10);
-  const std::vector<OrtInput> inputs{{"x", &x}};
-  const uint64_t before = executed_nodes();
-  auto want = (*plain)->run(inputs);
-  auto got = (*ember)->run(inputs);
-  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
-  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
-  Status s = bit_equal((*got)[0], (*want)[0]);
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
-  const Assignment a = assignment(**ember);
-  EXPECT_EQ(a.ember, 2u);
-  EXPECT_EQ(a.other, 1u) << a.other_ops;
-  EXPECT_EQ(executed_nodes(), before + a.ember);
+  {
+    Registered reg;
+    ASSERT_TRUE(reg.status().is_ok()) << reg.status().to_string();
+    auto strict = OrtSession::load_from_bytes(bytes_of(model), with_ember(true));
+    EXPECT_FALSE(strict.is_ok()) << "Det was claimed, or ORT ignored session.disable_cpu_ep_fallback";
+  }
+  Case c{model, {{"x", random_f32({2, 3, 3}, 10)}}, 2};
+  c.other = 1;
+  expect_case(c);
 }
 
 // r = Relu(x) feeds Add both directly and through LpNormalization (no Ember
 // kernel): Relu and Add in one group would not be convex (ORT would then drop
 // every claim), so they run as two partitions.
 TEST(OrtEp, DiamondAroundUnsupportedNodeStaysConvex) {
-  Registered reg;
-  ASSERT_TRUE(reg.status().is_ok()) << reg.status().to_string();
   ModelBuilder b(17);
   b.add_input("x", DType::kF32, {3, 5});
   b.add_output("y", DType::kF32, {3, 5});
   b.add_node("Relu", {"x"}, {"r"});
   b.add_node("LpNormalization", {"r"}, {"n"}, {attr_int("axis", -1), attr_int("p", 2)});
   b.add_node("Add", {"r", "n"}, {"y"});
-  const std::string model = b.serialize();
-  auto plain = OrtSession::load_from_bytes(bytes_of(model));
-  auto ember = OrtSession::load_from_bytes(bytes_of(model), with_ember(false));
-  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
-  ASSERT_TRUE(ember.is_ok()) << ember.status().to_string();
-  const Tensor x = random_f32({3, 5}, 14);
-  const std::vector<OrtInput> inputs{{"x", &x}};
-  const uint64_t before = executed_nodes();
-  auto want = (*plain)->run(inputs);
-  auto got = (*ember)->run(inputs);
-  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
-  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
-  Status s = bit_equal((*got)[0], (*want)[0]);
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
-  const Assignment a = assignment(**ember);
-  EXPECT_EQ(a.ember, 2u);
-  EXPECT_EQ(a.other, 1u) << a.other_ops;
-  EXPECT_EQ(executed_nodes(), before + a.ember);
+  Case c{b.serialize(), {{"x", random_f32({3, 5}, 14)}}, 2};
+  c.other = 1;
+  expect_case(c);
 }
 
 // Fresh outputs on every run: new values each time, and a new batch size once
