@@ -78,13 +78,8 @@ Result<std::vector<std::vector<int>>> producers(const std::vector<const OrtNode*
   std::vector<std::vector<int>> preds(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     EMBER_ASSIGN_OR_RETURN(auto inputs, node_inputs(nodes[i]));
-    size_t num_implicit = 0;
-    EMBER_ORT(Node_GetNumImplicitInputs, nodes[i], &num_implicit);
-    if (num_implicit) {
-      std::vector<const OrtValueInfo*> implicit(num_implicit);
-      EMBER_ORT(Node_GetImplicitInputs, nodes[i], implicit.data(), num_implicit);
-      inputs.insert(inputs.end(), implicit.begin(), implicit.end());
-    }
+    EMBER_ASSIGN_OR_RETURN(auto implicit, node_implicit_inputs(nodes[i]));
+    inputs.insert(inputs.end(), implicit.begin(), implicit.end());
     for (const OrtValueInfo* in : inputs) {
       if (!in) continue;
       const OrtNode* producer = nullptr;

@@ -103,27 +103,20 @@ Result<std::map<std::string, int>> read_opsets(const OrtGraph* graph) {
 }
 
 Result<std::vector<const OrtValueInfo*>> node_inputs(const OrtNode* node) {
-  size_t n = 0;
-  EMBER_ORT(Node_GetNumInputs, node, &n);
-  std::vector<const OrtValueInfo*> v(n);
-  if (n) EMBER_ORT(Node_GetInputs, node, v.data(), n);
-  return v;
+  return ort_list<const OrtValueInfo*>(&OrtApi::Node_GetNumInputs, &OrtApi::Node_GetInputs, node, "Node_GetInputs");
+}
+
+Result<std::vector<const OrtValueInfo*>> node_implicit_inputs(const OrtNode* node) {
+  return ort_list<const OrtValueInfo*>(&OrtApi::Node_GetNumImplicitInputs, &OrtApi::Node_GetImplicitInputs, node,
+                                       "Node_GetImplicitInputs");
 }
 
 Result<std::vector<const OrtValueInfo*>> node_outputs(const OrtNode* node) {
-  size_t n = 0;
-  EMBER_ORT(Node_GetNumOutputs, node, &n);
-  std::vector<const OrtValueInfo*> v(n);
-  if (n) EMBER_ORT(Node_GetOutputs, node, v.data(), n);
-  return v;
+  return ort_list<const OrtValueInfo*>(&OrtApi::Node_GetNumOutputs, &OrtApi::Node_GetOutputs, node, "Node_GetOutputs");
 }
 
 Result<std::vector<const OrtNode*>> graph_nodes(const OrtGraph* graph) {
-  size_t n = 0;
-  EMBER_ORT(Graph_GetNumNodes, graph, &n);
-  std::vector<const OrtNode*> v(n);
-  if (n) EMBER_ORT(Graph_GetNodes, graph, v.data(), n);
-  return v;
+  return ort_list<const OrtNode*>(&OrtApi::Graph_GetNumNodes, &OrtApi::Graph_GetNodes, graph, "Graph_GetNodes");
 }
 
 Result<Tensor> copy_tensor(const OrtValue* value) {
@@ -189,10 +182,8 @@ Status GraphImporter::add_node(const OrtNode* node, const std::map<std::string, 
   n.domain = domain && std::strcmp(domain, "ai.onnx") != 0 ? domain : "";
   auto it = opsets.find(n.domain);
   n.opset = it != opsets.end() ? it->second : since;
-  size_t num_attrs = 0;
-  EMBER_ORT(Node_GetNumAttributes, node, &num_attrs);
-  std::vector<const OrtOpAttr*> attrs(num_attrs);
-  if (num_attrs) EMBER_ORT(Node_GetAttributes, node, attrs.data(), num_attrs);
+  EMBER_ASSIGN_OR_RETURN(auto attrs, ort_list<const OrtOpAttr*>(&OrtApi::Node_GetNumAttributes,
+                                                                &OrtApi::Node_GetAttributes, node, "Node_GetAttributes"));
   for (const OrtOpAttr* attr : attrs) {
     OrtOpAttrType type = ORT_OP_ATTR_UNDEFINED;
     EMBER_ORT(OpAttr_GetType, attr, &type);
@@ -211,10 +202,7 @@ Status GraphImporter::add_node(const OrtNode* node, const std::map<std::string, 
     n.inputs.push_back(id);
   }
   n.num_explicit_inputs = n.inputs.size();
-  size_t num_implicit = 0;
-  EMBER_ORT(Node_GetNumImplicitInputs, node, &num_implicit);
-  std::vector<const OrtValueInfo*> implicit(num_implicit);
-  if (num_implicit) EMBER_ORT(Node_GetImplicitInputs, node, implicit.data(), num_implicit);
+  EMBER_ASSIGN_OR_RETURN(auto implicit, node_implicit_inputs(node));
   for (const OrtValueInfo* in : implicit) {
     EMBER_ASSIGN_OR_RETURN(ir::ValueId id, value(in, false));
     EMBER_RETURN_IF_ERROR(copy_if_constant(in, id));
@@ -271,18 +259,16 @@ Result<std::shared_ptr<ir::Graph>> import_subgraph(const OrtGraph* graph, const 
   auto g = std::make_shared<ir::Graph>();
   g->opsets = opsets;
   GraphImporter importer(*g);
-  size_t n = 0;
-  EMBER_ORT(Graph_GetNumInputs, graph, &n);
-  std::vector<const OrtValueInfo*> inputs(n);
-  if (n) EMBER_ORT(Graph_GetInputs, graph, inputs.data(), n);
+  EMBER_ASSIGN_OR_RETURN(auto inputs, ort_list<const OrtValueInfo*>(&OrtApi::Graph_GetNumInputs,
+                                                                     &OrtApi::Graph_GetInputs, graph, "Graph_GetInputs"));
   for (const OrtValueInfo* in : inputs) {
     EMBER_ASSIGN_OR_RETURN(ir::ValueId id, importer.value(in, true));
     g->value(id).is_graph_input = true;
     g->inputs.push_back(id);
   }
-  EMBER_ORT(Graph_GetNumInitializers, graph, &n);
-  std::vector<const OrtValueInfo*> initializers(n);
-  if (n) EMBER_ORT(Graph_GetInitializers, graph, initializers.data(), n);
+  EMBER_ASSIGN_OR_RETURN(auto initializers,
+                         ort_list<const OrtValueInfo*>(&OrtApi::Graph_GetNumInitializers, &OrtApi::Graph_GetInitializers,
+                                                       graph, "Graph_GetInitializers"));
   for (const OrtValueInfo* info : initializers) {
     EMBER_ASSIGN_OR_RETURN(ir::ValueId id, importer.value(info, true));
     const OrtValue* value = nullptr;
@@ -293,9 +279,8 @@ Result<std::shared_ptr<ir::Graph>> import_subgraph(const OrtGraph* graph, const 
   }
   EMBER_ASSIGN_OR_RETURN(auto nodes, graph_nodes(graph));
   for (const OrtNode* node : nodes) EMBER_RETURN_IF_ERROR(importer.add_node(node, opsets));
-  EMBER_ORT(Graph_GetNumOutputs, graph, &n);
-  std::vector<const OrtValueInfo*> outputs(n);
-  if (n) EMBER_ORT(Graph_GetOutputs, graph, outputs.data(), n);
+  EMBER_ASSIGN_OR_RETURN(auto outputs, ort_list<const OrtValueInfo*>(&OrtApi::Graph_GetNumOutputs,
+                                                                      &OrtApi::Graph_GetOutputs, graph, "Graph_GetOutputs"));
   for (const OrtValueInfo* out : outputs) {
     EMBER_ASSIGN_OR_RETURN(ir::ValueId id, importer.value(out, true));
     g->value(id).is_graph_output = true;

@@ -15,8 +15,10 @@ namespace ember::ort_ep {
 // Domain -> opset version the model imports ("ai.onnx" read as "").
 Result<std::map<std::string, int>> read_opsets(const OrtGraph* graph);
 
-// The node's inputs or outputs (nullptr for an omitted optional one).
+// The node's inputs (explicit; implicit: outer values its subgraphs read) or outputs
+// (nullptr for an omitted optional one).
 Result<std::vector<const OrtValueInfo*>> node_inputs(const OrtNode* node);
+Result<std::vector<const OrtValueInfo*>> node_implicit_inputs(const OrtNode* node);
 Result<std::vector<const OrtValueInfo*>> node_outputs(const OrtNode* node);
 Result<std::vector<const OrtNode*>> graph_nodes(const OrtGraph* graph);
 

@@ -5,6 +5,7 @@
 #include <onnxruntime_c_api.h>
 
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -21,6 +22,16 @@ void set_api(const OrtApi* api, const OrtEpApi* ep_api);
 Status from_ort(OrtStatus* s, const char* what);
 // An OrtStatus for ORT to own (nullptr when ok).
 OrtStatus* to_ort(const Status& s);
+
+// ORT's paired getters (Node_GetNumInputs + Node_GetInputs, ...): the count, then the items.
+template <typename T, typename Obj, typename CountFn, typename GetFn>
+Result<std::vector<T>> ort_list(CountFn OrtApi::*count, GetFn OrtApi::*get, const Obj* obj, const char* what) {
+  size_t n = 0;
+  EMBER_RETURN_IF_ERROR(from_ort((api().*count)(obj, &n), what));
+  std::vector<T> items(n);
+  if (n) EMBER_RETURN_IF_ERROR(from_ort((api().*get)(obj, items.data(), n), what));
+  return items;
+}
 
 #define EMBER_ORT(fn, ...) EMBER_RETURN_IF_ERROR(::ember::ort_ep::from_ort(::ember::ort_ep::api().fn(__VA_ARGS__), #fn))
 
