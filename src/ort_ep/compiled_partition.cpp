@@ -100,44 +100,72 @@ Result<std::unique_ptr<CompiledPartition>> CompiledPartition::compile(const OrtG
   runtime::SessionOptions options;
   options.num_threads = num_threads;
   EMBER_ASSIGN_OR_RETURN(p->session_, runtime::Session::create(std::move(g), options));
-  const size_t num_inputs = p->session_->inputs().size(), num_outputs = p->session_->outputs().size();
-  p->inputs_.resize(num_inputs);
-  p->input_ptrs_.resize(num_inputs);
-  p->planned_.resize(num_outputs);
-  p->outputs_.resize(num_outputs);
-  p->output_ptrs_.resize(num_outputs);
-  for (size_t k = 0; k < num_outputs; ++k) p->output_ptrs_[k] = &p->outputs_[k];
+  p->first_ = p->make_runner();
   return p;
 }
 
+std::unique_ptr<CompiledPartition::Runner> CompiledPartition::make_runner() const {
+  auto r = std::make_unique<Runner>();
+  const size_t num_inputs = session_->inputs().size(), num_outputs = session_->outputs().size();
+  r->inputs.resize(num_inputs);
+  r->input_ptrs.resize(num_inputs);
+  r->planned.resize(num_outputs);
+  r->outputs.resize(num_outputs);
+  r->output_ptrs.resize(num_outputs);
+  for (size_t k = 0; k < num_outputs; ++k) r->output_ptrs[k] = &r->outputs[k];
+  return r;
+}
+
 Status CompiledPartition::compute(OrtKernelContext* ctx) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  EMBER_RETURN_IF_ERROR(compute_locked(ctx));
+  {
+    std::unique_lock<std::mutex> lock(first_mutex_, std::try_to_lock);
+    if (lock.owns_lock()) {
+      EMBER_RETURN_IF_ERROR(compute_with(*first_, ctx));
+      g_executed_nodes.fetch_add(node_count_, std::memory_order_relaxed);
+      return Status::ok();
+    }
+  }
+  // Another Run of this session is inside this partition: a runner of its own.
+  std::unique_ptr<Runner> r;
+  {
+    std::lock_guard<std::mutex> lock(spares_mutex_);
+    if (!spares_.empty()) {
+      r = std::move(spares_.back());
+      spares_.pop_back();
+    }
+  }
+  if (!r) r = make_runner();
+  Status st = compute_with(*r, ctx);
+  {
+    std::lock_guard<std::mutex> lock(spares_mutex_);
+    spares_.push_back(std::move(r));
+  }
+  EMBER_RETURN_IF_ERROR(st);
   g_executed_nodes.fetch_add(node_count_, std::memory_order_relaxed);
   return Status::ok();
 }
 
 // Points the input views at this run's ORT tensors: 3 API calls per input, no
 // OrtTensorTypeAndShapeInfo. Returns whether any input's presence, dtype or
-// shape differs from the last run's (then the outputs must be planned again).
-Result<bool> CompiledPartition::bind_inputs(OrtKernelContext* ctx) {
-  bool changed = !planned_valid_;
-  for (size_t i = 0; i < inputs_.size(); ++i) {
+// shape differs from the last run's (then the run must be prepared again).
+Result<bool> CompiledPartition::bind_inputs(Runner& r, OrtKernelContext* ctx) {
+  bool changed = !r.prepared;
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
     const OrtValue* value = nullptr;
     EMBER_ORT(KernelContext_GetInput, ctx, i, &value);
     if (!value) {
-      changed = changed || input_ptrs_[i] != nullptr;
-      input_ptrs_[i] = nullptr;
+      changed = changed || r.input_ptrs[i] != nullptr;
+      r.input_ptrs[i] = nullptr;
       continue;
     }
     ONNXTensorElementDataType elem{};
     const int64_t* dims = nullptr;
     size_t rank = 0;
     EMBER_ORT(GetTensorElementTypeAndShapeDataReference, value, &elem, &dims, &rank);
-    Tensor& t = inputs_[i];
+    Tensor& t = r.inputs[i];
     const auto dtype = static_cast<DType>(static_cast<int>(elem));
     const std::span<const int64_t> shape(dims, rank);
-    if (input_ptrs_[i] != &t || t.dtype() != dtype || !std::ranges::equal(t.shape(), shape)) {
+    if (r.input_ptrs[i] != &t || t.dtype() != dtype || !std::ranges::equal(t.shape(), shape)) {
       changed = true;
       t.set_dtype(dtype);
       t.set_shape(Shape(shape));
@@ -145,51 +173,50 @@ Result<bool> CompiledPartition::bind_inputs(OrtKernelContext* ctx) {
     const void* data = nullptr;
     if (t.numel() > 0) EMBER_ORT(GetTensorData, value, &data);
     t.set_data(const_cast<void*>(data));
-    input_ptrs_[i] = &t;
+    r.input_ptrs[i] = &t;
   }
   return changed;
 }
 
-// Output dtypes and shapes for the bound inputs, planned only when an input's
-// shape changed: a decode loop or a fixed-shape model plans once.
-Status CompiledPartition::plan_outputs() {
-  planned_valid_ = false;
-  EMBER_RETURN_IF_ERROR(session_->output_shapes(input_ptrs_, planned_));
-  dynamic_ = false;
-  for (size_t k = 0; k < outputs_.size(); ++k) {
-    dynamic_ = dynamic_ || !planned_[k].known;
-    outputs_[k].set_dtype(planned_[k].dtype);
-    outputs_[k].set_shape(planned_[k].shape);
+// A prepared run for the bound inputs, made only when an input's shape changed:
+// a decode loop or a fixed-shape model prepares once.
+Status CompiledPartition::prepare(Runner& r) {
+  r.prepared.reset();
+  EMBER_ASSIGN_OR_RETURN(r.prepared, session_->prepare(r.input_ptrs, r.planned));
+  r.dynamic = false;
+  for (size_t k = 0; k < r.outputs.size(); ++k) {
+    r.dynamic = r.dynamic || !r.planned[k].known;
+    r.outputs[k].set_dtype(r.planned[k].dtype);
+    r.outputs[k].set_shape(r.planned[k].shape);
   }
-  planned_valid_ = true;
   return Status::ok();
 }
 
-Status CompiledPartition::compute_locked(OrtKernelContext* ctx) {
-  Result<bool> changed = bind_inputs(ctx);
+Status CompiledPartition::compute_with(Runner& r, OrtKernelContext* ctx) {
+  Result<bool> changed = bind_inputs(r, ctx);
   if (!changed.is_ok()) {
-    planned_valid_ = false;
+    r.prepared.reset();
     return changed.status();
   }
-  if (*changed) EMBER_RETURN_IF_ERROR(plan_outputs());
-  if (dynamic_) return run_and_copy(ctx);
-  for (size_t k = 0; k < outputs_.size(); ++k) {
-    const Shape& shape = outputs_[k].shape();
+  if (*changed) EMBER_RETURN_IF_ERROR(prepare(r));
+  if (r.dynamic) return run_and_copy(r, ctx);
+  for (size_t k = 0; k < r.outputs.size(); ++k) {
+    const Shape& shape = r.outputs[k].shape();
     OrtValue* value = nullptr;
     EMBER_ORT(KernelContext_GetOutput, ctx, k, shape.data(), shape.size(), &value);
     void* data = nullptr;
     EMBER_ORT(GetTensorMutableData, value, &data);
-    outputs_[k].set_data(data);
+    r.outputs[k].set_data(data);
   }
-  return session_->run_bound(input_ptrs_, output_ptrs_);
+  return r.prepared->run_bound(r.input_ptrs, r.output_ptrs);
 }
 
 // Some output's shape depends on data (NonZero, ...): Ember allocates, then
 // the outputs are copied into ORT's.
-Status CompiledPartition::run_and_copy(OrtKernelContext* ctx) {
-  EMBER_RETURN_IF_ERROR(session_->run(input_ptrs_, owned_outputs_));
-  for (size_t k = 0; k < owned_outputs_.size(); ++k) {
-    const Tensor& t = owned_outputs_[k];
+Status CompiledPartition::run_and_copy(Runner& r, OrtKernelContext* ctx) {
+  EMBER_RETURN_IF_ERROR(r.prepared->run(r.input_ptrs, r.owned_outputs));
+  for (size_t k = 0; k < r.owned_outputs.size(); ++k) {
+    const Tensor& t = r.owned_outputs[k];
     OrtValue* value = nullptr;
     EMBER_ORT(KernelContext_GetOutput, ctx, k, t.shape().data(), t.shape().size(), &value);
     if (t.nbytes() == 0) continue;

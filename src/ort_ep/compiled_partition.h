@@ -29,26 +29,34 @@ class CompiledPartition : public OrtNodeComputeInfo {
   Status compute(OrtKernelContext* ctx);
 
  private:
-  CompiledPartition();
-  Status compute_locked(OrtKernelContext* ctx);
-  Result<bool> bind_inputs(OrtKernelContext* ctx);
-  Status plan_outputs();
-  Status run_and_copy(OrtKernelContext* ctx);
+  // What one Compute at a time needs: views of ORT's tensors and the prepared
+  // run for the inputs' current dtypes and shapes. A partition's Computes use
+  // its first runner; a Run of the same session that overlaps it takes a spare.
+  struct Runner {
+    std::vector<Tensor> inputs;
+    std::vector<const Tensor*> input_ptrs;
+    std::vector<runtime::PlannedOutput> planned;
+    std::vector<Tensor> outputs;
+    std::vector<Tensor*> output_ptrs;
+    std::vector<Tensor> owned_outputs;  // outputs whose shape is known only after running
+    // Made for the inputs' current dtypes and shapes; null after an input changed.
+    std::unique_ptr<runtime::PreparedRun> prepared;
+    bool dynamic = false;  // some output's shape is known only after running
+  };
 
-  std::unique_ptr<runtime::Session> session_;
+  CompiledPartition();
+  std::unique_ptr<Runner> make_runner() const;
+  Status compute_with(Runner& r, OrtKernelContext* ctx);
+  Result<bool> bind_inputs(Runner& r, OrtKernelContext* ctx);
+  Status prepare(Runner& r);
+  Status run_and_copy(Runner& r, OrtKernelContext* ctx);
+
+  std::unique_ptr<runtime::Session> session_;  // declared first: outlives the runners' prepared runs
   uint64_t node_count_ = 0;
-  // Compute() may be called from concurrent Run()s of one session; the views
-  // below are reused by every run, so runs of one partition take turns.
-  std::mutex mutex_;
-  std::vector<Tensor> inputs_;
-  std::vector<const Tensor*> input_ptrs_;
-  std::vector<runtime::PlannedOutput> planned_;
-  std::vector<Tensor> outputs_;
-  std::vector<Tensor*> output_ptrs_;
-  std::vector<Tensor> owned_outputs_;  // outputs whose shape is known only after running
-  // planned_ and outputs_' dtypes and shapes hold for the inputs' current shapes.
-  bool planned_valid_ = false;
-  bool dynamic_ = false;  // some output's shape is known only after running
+  std::mutex first_mutex_;
+  std::unique_ptr<Runner> first_;
+  std::mutex spares_mutex_;
+  std::vector<std::unique_ptr<Runner>> spares_;
 };
 
 }  // namespace ember::ort_ep

@@ -283,7 +283,6 @@ std::unique_ptr<Executor::RunState> Executor::acquire_state(const PlanEntry& ent
 }
 
 void Executor::release_state(std::unique_ptr<RunState> state) const {
-  for (ir::ValueId id : state->dynamic_values) state->values[static_cast<size_t>(id)] = Tensor();
   std::lock_guard<std::mutex> lock(mutex_);
   free_states_.push_back(std::move(state));
 }
@@ -330,32 +329,65 @@ Status Executor::run_dynamic_step(const Plan& plan, const Step& step, RunState& 
   return st;
 }
 
+Status Executor::check_counts(std::span<const Tensor* const> inputs, size_t num_outputs) const {
+  if (inputs.size() != inputs_.size()) {
+    return invalid_argument("expected {} inputs, got {}", inputs_.size(), inputs.size());
+  }
+  if (num_outputs != graph_->outputs.size()) {
+    return invalid_argument("expected {} outputs, got {}", graph_->outputs.size(), num_outputs);
+  }
+  return Status::ok();
+}
+
 Status Executor::run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const {
   return run_impl(inputs, &outputs, {});
 }
 
 Status Executor::run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const {
-  if (outputs.size() != graph_->outputs.size()) {
-    return invalid_argument("expected {} outputs, got {}", graph_->outputs.size(), outputs.size());
-  }
+  EMBER_RETURN_IF_ERROR(check_counts(inputs, outputs.size()));
   return run_impl(inputs, nullptr, outputs);
 }
 
-Status Executor::output_shapes(std::span<const Tensor* const> inputs, std::span<PlannedOutput> outputs) const {
-  if (inputs.size() != inputs_.size()) {
-    return invalid_argument("expected {} inputs, got {}", inputs_.size(), inputs.size());
-  }
-  if (outputs.size() != graph_->outputs.size()) {
-    return invalid_argument("expected {} outputs, got {}", graph_->outputs.size(), outputs.size());
-  }
-  EMBER_ASSIGN_OR_RETURN(std::shared_ptr<PlanEntry> entry, find_or_build_plan(inputs));
+void Executor::planned_outputs(const Plan& plan, std::span<PlannedOutput> outputs) const {
   for (size_t k = 0; k < outputs.size(); ++k) {
-    const ValuePlan& v = entry->plan->values[static_cast<size_t>(graph_->outputs[k])];
+    const ValuePlan& v = plan.values[static_cast<size_t>(graph_->outputs[k])];
     outputs[k].dtype = v.tensor.dtype();
     outputs[k].known = v.storage != Storage::kDynamic;
     outputs[k].shape = outputs[k].known ? v.tensor.shape() : Shape{};
   }
+}
+
+Result<std::unique_ptr<Executor::Prepared>> Executor::prepare(std::span<const Tensor* const> inputs,
+                                                              std::span<PlannedOutput> outputs) const {
+  EMBER_RETURN_IF_ERROR(check_counts(inputs, outputs.size()));
+  EMBER_ASSIGN_OR_RETURN(std::shared_ptr<PlanEntry> entry, find_or_build_plan(inputs));
+  planned_outputs(*entry->plan, outputs);
+  std::unique_ptr<RunState> state = acquire_state(*entry);
+  return std::unique_ptr<Prepared>(new Prepared(*this, std::move(entry), std::move(state)));
+}
+
+Executor::Prepared::Prepared(const Executor& executor, std::shared_ptr<PlanEntry> entry,
+                             std::unique_ptr<RunState> state)
+    : executor_(executor), entry_(std::move(entry)), state_(std::move(state)) {}
+
+Executor::Prepared::~Prepared() { executor_.release_state(std::move(state_)); }
+
+Status Executor::Prepared::check(std::span<const Tensor* const> inputs) const {
+  if (!entry_->plan->matches(inputs)) {
+    return invalid_argument("the inputs' dtypes or shapes differ from those this run was prepared for");
+  }
   return Status::ok();
+}
+
+Status Executor::Prepared::run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) {
+  EMBER_RETURN_IF_ERROR(check(inputs));
+  return executor_.execute(*entry_->plan, inputs, &outputs, {}, *state_);
+}
+
+Status Executor::Prepared::run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) {
+  EMBER_RETURN_IF_ERROR(executor_.check_counts(inputs, outputs.size()));
+  EMBER_RETURN_IF_ERROR(check(inputs));
+  return executor_.execute(*entry_->plan, inputs, nullptr, outputs, *state_);
 }
 
 Status Executor::run_impl(std::span<const Tensor* const> inputs, std::vector<Tensor>* owned,
@@ -364,12 +396,18 @@ Status Executor::run_impl(std::span<const Tensor* const> inputs, std::vector<Ten
     return invalid_argument("expected {} inputs, got {}", inputs_.size(), inputs.size());
   }
   EMBER_ASSIGN_OR_RETURN(std::shared_ptr<PlanEntry> entry, find_or_build_plan(inputs));
-  const Plan& plan = *entry->plan;
   std::unique_ptr<RunState> state = acquire_state(*entry);
+  Status st = execute(*entry->plan, inputs, owned, bound, *state);
+  release_state(std::move(state));
+  return st;
+}
+
+Status Executor::execute(const Plan& plan, std::span<const Tensor* const> inputs, std::vector<Tensor>* owned,
+                         std::span<Tensor* const> bound, RunState& state) const {
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i]) continue;
     void* data = const_cast<void*>(inputs[i]->data());
-    state->values[static_cast<size_t>(inputs_[i])].set_data(data ? data : g_empty_data);
+    state.values[static_cast<size_t>(inputs_[i])].set_data(data ? data : g_empty_data);
   }
   const auto& graph_outputs = graph_->outputs;
   std::vector<Tensor> displaced;
@@ -389,23 +427,23 @@ Status Executor::run_impl(std::span<const Tensor* const> inputs, std::vector<Ten
         if (is_input) displaced.push_back(std::move(out));
         out = Tensor::allocate_uninitialized(v.tensor.dtype(), v.tensor.shape());
       }
-      state->values[static_cast<size_t>(graph_outputs[k])].set_data(out.data());
+      state.values[static_cast<size_t>(graph_outputs[k])].set_data(out.data());
     }
   } else {
-    st = bind_outputs(plan, inputs, bound, *state);
+    st = bind_outputs(plan, inputs, bound, state);
   }
   for (size_t s = 0; st.is_ok() && s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
-    st = step.dynamic ? run_dynamic_step(plan, step, *state) : run_step(plan, step, *state);
+    st = step.dynamic ? run_dynamic_step(plan, step, state) : run_step(plan, step, state);
   }
   if (st.is_ok()) {
     if (owned) {
-      give_outputs(plan, *owned, *state);
+      give_outputs(plan, *owned, state);
     } else {
-      st = copy_bound_outputs(plan, bound, *state);
+      st = copy_bound_outputs(plan, bound, state);
     }
   }
-  release_state(std::move(state));
+  for (ir::ValueId id : state.dynamic_values) state.values[static_cast<size_t>(id)] = Tensor();
   return st;
 }
 

@@ -3,7 +3,8 @@
 // per input-shape signature. Thread-safe: plans are shared read-only; each run
 // takes a RunState (arena + value table) from one pool shared by all plans, so
 // runs one after another use one arena whatever their shapes (a chunked
-// prefill or a decode loop makes a new plan per run).
+// prefill or a decode loop makes a new plan per run). A Prepared run holds a
+// plan and a state for one signature, for callers that repeat it.
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -23,7 +24,35 @@ namespace ember::runtime {
 struct PlannedOutput;
 
 class Executor : public kernels::SubgraphCompiler {
+  struct RunState;
+  struct PlanEntry;
+
  public:
+  // One input signature's plan and a run state of its own, held between runs:
+  // a run takes no lock and looks nothing up (the ORT plugin EP runs a
+  // partition's fixed shapes this way, where the plan lookup and the state pool
+  // were most of a small node's cost). One run at a time per Prepared; the
+  // executor must outlive it. The state returns to the pool when it is destroyed.
+  class Prepared {
+   public:
+    ~Prepared();
+    Prepared(const Prepared&) = delete;
+    Prepared& operator=(const Prepared&) = delete;
+    // As Executor::run / run_bound, for inputs of the prepared dtypes and shapes
+    // (an error otherwise).
+    Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs);
+    Status run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs);
+
+   private:
+    friend class Executor;
+    Prepared(const Executor& executor, std::shared_ptr<PlanEntry> entry, std::unique_ptr<RunState> state);
+    Status check(std::span<const Tensor* const> inputs) const;
+
+    const Executor& executor_;
+    std::shared_ptr<PlanEntry> entry_;
+    std::unique_ptr<RunState> state_;
+  };
+
   // `inputs`: the values fed by the caller, in order (graph inputs, or a
   // subgraph's outer references). Creates every kernel whose input dtypes are
   // known now; the rest are created when a run first sees their dtypes.
@@ -48,9 +77,10 @@ class Executor : public kernels::SubgraphCompiler {
   // kernel then sees both. Any other overlap is an error.
   Status run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const;
 
-  // The dtype and shape of each graph output for these inputs, from the plan
-  // run() and run_bound() will use (built and cached now if needed).
-  Status output_shapes(std::span<const Tensor* const> inputs, std::span<PlannedOutput> outputs) const;
+  // Plans for `inputs` (or finds the cached plan), fills in the dtype and shape
+  // of each graph output, and holds that plan and a run state.
+  Result<std::unique_ptr<Prepared>> prepare(std::span<const Tensor* const> inputs,
+                                            std::span<PlannedOutput> outputs) const;
 
   Result<std::unique_ptr<kernels::CompiledSubgraph>> compile(std::shared_ptr<const ir::Graph> graph) override;
 
@@ -58,8 +88,6 @@ class Executor : public kernels::SubgraphCompiler {
   ExecutorStats stats() const;
 
  private:
-  struct RunState;
-  struct PlanEntry;
   Executor() = default;
 
   // The kernel of node `n`, created on first use; an error if it was built for other dtypes.
@@ -68,9 +96,15 @@ class Executor : public kernels::SubgraphCompiler {
   // Drops the data of node n's constant inputs that every reader has prepacked.
   void release_prepacked_inputs(ir::Graph& owned, ir::NodeId n);
   Result<std::shared_ptr<PlanEntry>> find_or_build_plan(std::span<const Tensor* const> inputs) const;
+  Status check_counts(std::span<const Tensor* const> inputs, size_t num_outputs) const;
+  // The plan's output dtypes and shapes.
+  void planned_outputs(const Plan& plan, std::span<PlannedOutput> outputs) const;
   // `owned` receives the outputs (run()), else `bound` names their buffers (run_bound()).
   Status run_impl(std::span<const Tensor* const> inputs, std::vector<Tensor>* owned,
                   std::span<Tensor* const> bound) const;
+  // One run of `plan` in `state` (made for it).
+  Status execute(const Plan& plan, std::span<const Tensor* const> inputs, std::vector<Tensor>* owned,
+                 std::span<Tensor* const> bound, RunState& state) const;
   Status bind_outputs(const Plan& plan, std::span<const Tensor* const> inputs, std::span<Tensor* const> bound,
                       RunState& state) const;
   Status check_shared_buffer(ir::ValueId output, const Tensor& out, std::span<const Tensor* const> inputs) const;

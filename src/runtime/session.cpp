@@ -37,6 +37,26 @@ IoInfo io_info(const ir::Value& v) {
 
 class SessionImpl final : public Session {
  public:
+  // The prepared plan's inputs were checked against the model's declarations by
+  // prepare(); Prepared checks each run's against the plan.
+  class PreparedRunImpl : public PreparedRun {
+   public:
+    PreparedRunImpl(std::unique_ptr<Executor::Prepared> prepared, int num_threads)
+        : prepared_(std::move(prepared)), num_threads_(num_threads) {}
+    Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) override {
+      threading::ScopedThreadLimit threads(num_threads_);
+      return guard_allocation([&] { return prepared_->run(inputs, outputs); });
+    }
+    Status run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) override {
+      threading::ScopedThreadLimit threads(num_threads_);
+      return guard_allocation([&] { return prepared_->run_bound(inputs, outputs); });
+    }
+
+   private:
+    std::unique_ptr<Executor::Prepared> prepared_;
+    int num_threads_;
+  };
+
   SessionImpl(std::shared_ptr<ir::Graph> graph, std::unique_ptr<Executor> executor, int num_threads)
       : graph_(std::move(graph)), executor_(std::move(executor)), num_threads_(num_threads) {
     for (ir::ValueId id : graph_->inputs) inputs_.push_back(io_info(graph_->value(id)));
@@ -90,12 +110,16 @@ class SessionImpl final : public Session {
     return guard_allocation([&] { return executor_->run_bound(inputs, outputs); });
   }
 
-  Status output_shapes(std::span<const Tensor* const> inputs, std::span<PlannedOutput> outputs) const override {
+  Result<std::unique_ptr<PreparedRun>> prepare(std::span<const Tensor* const> inputs,
+                                               std::span<PlannedOutput> outputs) const override {
     EMBER_RETURN_IF_ERROR(check_inputs(inputs));
     if (outputs.size() != outputs_.size()) {
       return invalid_argument("the model has {} outputs, {} were given", outputs_.size(), outputs.size());
     }
-    return guard_allocation([&] { return executor_->output_shapes(inputs, outputs); });
+    return guard_allocation([&]() -> Result<std::unique_ptr<PreparedRun>> {
+      EMBER_ASSIGN_OR_RETURN(auto prepared, executor_->prepare(inputs, outputs));
+      return std::unique_ptr<PreparedRun>(new PreparedRunImpl(std::move(prepared), num_threads_));
+    });
   }
 
  private:

@@ -30,7 +30,7 @@ struct IoInfo {
   bool has_default = false;  // an input with an initializer: may be omitted
 };
 
-// What a run computes for one output (Session::output_shapes).
+// What a run computes for one output (Session::prepare).
 struct PlannedOutput {
   DType dtype = DType::kUndefined;
   Shape shape;
@@ -40,6 +40,18 @@ struct PlannedOutput {
 struct NamedInput {
   std::string name;
   const Tensor* tensor;
+};
+
+// Runs of one input signature, prepared by Session::prepare. One run at a time
+// (several PreparedRuns of one session may run concurrently); the session must
+// outlive it.
+class PreparedRun {
+ public:
+  virtual ~PreparedRun() = default;
+  // As Session::run and run_bound, for inputs of the prepared dtypes and shapes
+  // (anything else is an error).
+  virtual Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) = 0;
+  virtual Status run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) = 0;
 };
 
 class Session {
@@ -68,11 +80,13 @@ class Session {
   // one buffer as both. Nothing is allocated when the shapes were seen recently.
   virtual Status run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const = 0;
 
-  // The dtype and shape of each output (outputs() order) that a run on these
-  // inputs computes: what run_bound() expects to be bound. Plans for the input
-  // shapes (or finds the cached plan run() will use); allocates nothing when the
-  // shapes were seen recently and each shape has rank <= 6.
-  virtual Status output_shapes(std::span<const Tensor* const> inputs, std::span<PlannedOutput> outputs) const = 0;
+  // Plans for these inputs and holds that plan and a run state for them: a
+  // PreparedRun repeats runs of exactly these dtypes and shapes without a plan
+  // lookup or a lock. `outputs` (outputs() order) receives the dtype and shape
+  // each output will have: what PreparedRun::run_bound expects to be bound.
+  // Allocates nothing when the shapes were seen recently and each shape has rank <= 6.
+  virtual Result<std::unique_ptr<PreparedRun>> prepare(std::span<const Tensor* const> inputs,
+                                                       std::span<PlannedOutput> outputs) const = 0;
 
   // The optimized graph (for `ember info`).
   virtual const ir::Graph& graph() const = 0;
