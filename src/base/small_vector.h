@@ -95,8 +95,14 @@ class SmallVector {
     return pos;
   }
 
+  // A loop, not std::equal: that becomes a memcmp call, which costs more than
+  // comparing the few dimensions of a shape (a plan's signature check per run).
   friend bool operator==(const SmallVector& a, const SmallVector& b) {
-    return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
+    if (a.size_ != b.size_) return false;
+    for (size_t i = 0; i < a.size_; ++i) {
+      if (!(a.data_[i] == b.data_[i])) return false;
+    }
+    return true;
   }
 
  private:

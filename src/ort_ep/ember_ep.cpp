@@ -191,6 +191,13 @@ OrtStatus* ORT_API_CALL factory_devices(OrtEpFactory* self, const OrtHardwareDev
   return nullptr;
 }
 
+// A partition serves overlapping Run()s of one session: one takes its first
+// runner, the others spare ones (CompiledPartition::compute).
+OrtStatus* ORT_API_CALL ep_concurrent_runs(OrtEp*, bool* supported) noexcept {
+  *supported = true;
+  return nullptr;
+}
+
 OrtStatus* ORT_API_CALL factory_create_ep(OrtEpFactory*, const OrtHardwareDevice* const*,
                                           const OrtKeyValuePairs* const*, size_t num_devices,
                                           const OrtSessionOptions* options, const OrtLogger*, OrtEp** out) noexcept {
@@ -202,6 +209,7 @@ OrtStatus* ORT_API_CALL factory_create_ep(OrtEpFactory*, const OrtHardwareDevice
     ep->GetCapability = ep_get_capability;
     ep->Compile = ep_compile;
     ep->ReleaseNodeComputeInfos = ep_release_infos;
+    ep->IsConcurrentRunSupported = ep_concurrent_runs;
     // Ember's threads per Compute: the EP option, else the session's intra-op
     // count when it is a config entry (AddSessionConfigEntry; ORT 1.30 does not
     // mirror SetIntraOpNumThreads there), else Ember's default.

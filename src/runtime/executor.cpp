@@ -37,10 +37,10 @@ constexpr size_t kMaxCachedPlans = 8;
 // A valid, never dereferenced address for zero-size inputs that arrive without data.
 alignas(kAlignment) char g_empty_data[kAlignment];
 
-// True when `t`'s bytes overlap any input's: such an output buffer cannot be reused.
-bool overlaps_any(const Tensor& t, std::span<const Tensor* const> inputs) {
-  auto lo = reinterpret_cast<uintptr_t>(t.data());
-  uintptr_t hi = lo + t.nbytes();
+// True when the `nbytes` at `data` overlap any input's: such an output buffer cannot be reused.
+bool overlaps_any(const void* data, size_t nbytes, std::span<const Tensor* const> inputs) {
+  auto lo = reinterpret_cast<uintptr_t>(data);
+  uintptr_t hi = lo + nbytes;
   for (const Tensor* in : inputs) {
     if (!in || !in->data()) continue;
     auto in_lo = reinterpret_cast<uintptr_t>(in->data());
@@ -351,7 +351,8 @@ Status Executor::run_bound(std::span<const Tensor* const> inputs, std::span<Tens
 void Executor::planned_outputs(const Plan& plan, std::span<PlannedOutput> outputs) const {
   for (size_t k = 0; k < outputs.size(); ++k) {
     const ValuePlan& v = plan.values[static_cast<size_t>(graph_->outputs[k])];
-    outputs[k].dtype = v.tensor.dtype();
+    // A data-dependent output's dtype is the graph's (shape inference), not the plan's.
+    outputs[k].dtype = v.storage == Storage::kDynamic ? graph_->value(graph_->outputs[k]).dtype : v.tensor.dtype();
     outputs[k].known = v.storage != Storage::kDynamic;
     outputs[k].shape = outputs[k].known ? v.tensor.shape() : Shape{};
   }
@@ -419,7 +420,7 @@ Status Executor::execute(const Plan& plan, std::span<const Tensor* const> inputs
       const ValuePlan& v = plan.values[static_cast<size_t>(graph_outputs[k])];
       if (v.storage != Storage::kOutput || v.output_index != static_cast<int32_t>(k)) continue;
       Tensor& out = outputs[k];
-      bool is_input = overlaps_any(out, inputs);
+      bool is_input = overlaps_any(out.data(), out.nbytes(), inputs);
       if (out.owns_unique_storage() && out.nbytes() == v.tensor.nbytes() && out.dtype() == v.tensor.dtype() && !is_input) {
         out.set_shape(v.tensor.shape());
       } else {
@@ -439,7 +440,7 @@ Status Executor::execute(const Plan& plan, std::span<const Tensor* const> inputs
   if (st.is_ok()) {
     if (owned) {
       give_outputs(plan, *owned, state);
-    } else {
+    } else if (!plan.outputs_in_place) {
       st = copy_bound_outputs(plan, bound, state);
     }
   }
@@ -454,11 +455,11 @@ Status Executor::execute(const Plan& plan, std::span<const Tensor* const> inputs
 // A bound output written by its kernel into an input's buffer is only right when
 // no other node reads that input's data and the output's kernel writes it in
 // place over that input (OpKernel::may_share_buffer).
-Status Executor::check_shared_buffer(ir::ValueId output, const Tensor& out,
+Status Executor::check_shared_buffer(ir::ValueId output, const void* data, size_t nbytes,
                                      std::span<const Tensor* const> inputs) const {
   const ir::Value& value = graph_->value(output);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i] || !overlaps_any(out, inputs.subspan(i, 1))) continue;
+    if (!inputs[i] || !overlaps_any(data, nbytes, inputs.subspan(i, 1))) continue;
     const ir::Value& in = graph_->value(inputs_[i]);
     bool ok = value.producer >= 0;
     for (ir::NodeId c : in.consumers) {
@@ -494,12 +495,13 @@ Status Executor::bind_outputs(const Plan& plan, std::span<const Tensor* const> i
       return invalid_argument("output '{}' is bound to {}, but this run computes {}",
                               graph_->value(graph_outputs[k]).name, out->describe(), v.tensor.describe());
     }
-    if (out && out->nbytes() > 0 && !out->data()) {
+    const size_t nbytes = out ? out->nbytes() : 0;
+    if (nbytes > 0 && !out->data()) {
       return invalid_argument("output '{}' is bound to {} without data", graph_->value(graph_outputs[k]).name,
                               out->describe());
     }
     if (v.storage != Storage::kOutput || v.output_index != static_cast<int32_t>(k)) continue;
-    if (out && out->nbytes() > 0) EMBER_RETURN_IF_ERROR(check_shared_buffer(graph_outputs[k], *out, inputs));
+    if (nbytes > 0) EMBER_RETURN_IF_ERROR(check_shared_buffer(graph_outputs[k], out->data(), nbytes, inputs));
     void* data = out ? out->data() : nullptr;
     if (!out) {
       state.dropped_outputs[k].resize(v.tensor.nbytes());

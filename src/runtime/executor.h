@@ -107,7 +107,8 @@ class Executor : public kernels::SubgraphCompiler {
                  std::span<Tensor* const> bound, RunState& state) const;
   Status bind_outputs(const Plan& plan, std::span<const Tensor* const> inputs, std::span<Tensor* const> bound,
                       RunState& state) const;
-  Status check_shared_buffer(ir::ValueId output, const Tensor& out, std::span<const Tensor* const> inputs) const;
+  Status check_shared_buffer(ir::ValueId output, const void* data, size_t nbytes,
+                             std::span<const Tensor* const> inputs) const;
   Status copy_bound_outputs(const Plan& plan, std::span<Tensor* const> bound, RunState& state) const;
   void give_outputs(const Plan& plan, std::vector<Tensor>& outputs, RunState& state) const;
   std::unique_ptr<RunState> acquire_state(const PlanEntry& entry) const;

@@ -56,6 +56,8 @@ struct Plan {
   std::vector<ir::ValueId> step_outputs;  // kNoValue for omitted outputs
   size_t arena_bytes = 0;
   bool has_dynamic = false;
+  // Every graph output is computed straight into its own buffer: nothing to copy after a run.
+  bool outputs_in_place = false;
   // Bytes of values computed while planning (shape-derived values): kConstant
   // values point here. Only the first `buffers_used` hold this plan's values;
   // every buffer keeps its capacity across rebuilds.

@@ -152,6 +152,8 @@ void Planner::assign_storage() {
       if (v.storage == Storage::kArena) v.storage = Storage::kOutput;
       v.output_index = static_cast<int32_t>(k);
     }
+    plan.outputs_in_place = plan.outputs_in_place && v.storage == Storage::kOutput &&
+                            v.output_index == static_cast<int32_t>(k);
   }
   std::vector<ir::ValueId>& root = scratch.root;
   root.resize(nv);
@@ -294,6 +296,7 @@ Status build_plan(const PlannerInput& in, std::span<const Tensor* const> inputs,
   plan.step_outputs.clear();
   plan.arena_bytes = 0;
   plan.has_dynamic = false;
+  plan.outputs_in_place = true;
   plan.buffers_used = 0;
   plan.values.resize(g.values.size());
   for (size_t i = 0; i < g.values.size(); ++i) {

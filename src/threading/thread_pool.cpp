@@ -280,6 +280,10 @@ ScopedThreadLimit::~ScopedThreadLimit() { t_limit = previous_; }
 void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
+  if (n <= grain) {  // before the thread-local limit and the division: small ops' common case
+    fn(0, n);
+    return;
+  }
   const int64_t max_ranges = (n + grain - 1) / grain;
   const int threads = static_cast<int>(std::min<int64_t>(max_threads(), max_ranges));
   if (threads <= 1) {

@@ -219,6 +219,138 @@ TEST(Runtime, ConcurrentRunsOnOneSessionGiveTheirOwnResults) {
   EXPECT_EQ(mismatches.load(), 0);
 }
 
+// y = x * x + x over float32[n, 4] (n symbolic).
+std::shared_ptr<ir::Graph> square_plus(int64_t rows) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {rows, 4});
+  b.node("Mul", {"x", "x"}, {"sq"}).node("Add", {"sq", "x"}, {"y"});
+  return b.output("y").build();
+}
+
+TEST(PreparedRun, RunsItsSignatureWithFreshDataAndWithoutAllocating) {
+  auto session = make_session(square_plus(-1));
+  ASSERT_TRUE(session);
+  Tensor x = Tensor::allocate(DType::kF32, {3, 4});
+  std::vector<const Tensor*> in = {&x};
+  std::vector<runtime::PlannedOutput> planned(1);
+  auto prepared = session->prepare(in, planned);
+  ASSERT_TRUE(prepared.is_ok()) << prepared.status().to_string();
+  EXPECT_EQ(planned[0].dtype, DType::kF32);
+  EXPECT_TRUE(planned[0].known);
+  EXPECT_EQ(planned[0].shape, (Shape{3, 4}));
+  Tensor y = Tensor::allocate(DType::kF32, {3, 4});
+  std::vector<Tensor*> out = {&y};
+  for (int run = 0; run < 6; ++run) {
+    for (int64_t i = 0; i < 12; ++i) x.data_as<float>()[i] = static_cast<float>(run * 100 + i);
+    if (run == 5) {
+      g_allocations = 0;
+      g_counting = true;
+    }
+    Status st = (*prepared)->run_bound(in, out);
+    g_counting = false;
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    for (int64_t i = 0; i < 12; ++i) {
+      const float v = static_cast<float>(run * 100 + i);
+      EXPECT_EQ(y.data_as<float>()[i], v * v + v) << "run " << run << " element " << i;
+    }
+  }
+  EXPECT_EQ(g_allocations.load(), 0u);
+  // The session's other paths still plan other shapes.
+  Tensor x2 = make_tensor<float>({1, 4}, {1, 2, 3, 4});
+  std::vector<runtime::NamedInput> named = {{"x", &x2}};
+  auto other = session->run(named);
+  ASSERT_TRUE(other.is_ok()) << other.status().to_string();
+  EXPECT_EQ(values_of<float>((*other)[0]), (std::vector<float>{2, 6, 12, 20}));
+}
+
+TEST(PreparedRun, OtherShapesAndWrongOutputsAreErrors) {
+  auto session = make_session(square_plus(-1));
+  ASSERT_TRUE(session);
+  Tensor x = Tensor::allocate(DType::kF32, {3, 4});
+  std::vector<const Tensor*> in = {&x};
+  std::vector<runtime::PlannedOutput> planned(1);
+  auto prepared = session->prepare(in, planned);
+  ASSERT_TRUE(prepared.is_ok()) << prepared.status().to_string();
+  Tensor x5 = Tensor::allocate(DType::kF32, {5, 4});
+  Tensor y5 = Tensor::allocate(DType::kF32, {5, 4});
+  std::vector<const Tensor*> in5 = {&x5};
+  std::vector<Tensor*> out5 = {&y5};
+  Status st = (*prepared)->run_bound(in5, out5);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.to_string().find("differ from those this run was prepared for"), std::string::npos) << st.to_string();
+  Tensor y_wrong = Tensor::allocate(DType::kF32, {4, 3});
+  std::vector<Tensor*> out_wrong = {&y_wrong};
+  st = (*prepared)->run_bound(in, out_wrong);
+  EXPECT_NE(st.to_string().find("is bound to"), std::string::npos) << st.to_string();
+  std::vector<Tensor*> too_many = {&y_wrong, &y_wrong};
+  st = (*prepared)->run_bound(in, too_many);
+  EXPECT_NE(st.to_string().find("expected 1 outputs, got 2"), std::string::npos) << st.to_string();
+  // prepare() checks inputs against the model as run() does.
+  Tensor bad = Tensor::allocate(DType::kF32, {3, 5});
+  std::vector<const Tensor*> bad_in = {&bad};
+  auto refused = session->prepare(bad_in, planned);
+  EXPECT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().to_string().find("dimension 1 must be 4"), std::string::npos) << refused.status().to_string();
+}
+
+TEST(PreparedRun, DataDependentOutputsComeBackThroughRun) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {6});
+  b.node("NonZero", {"x"}, {"idx"});
+  auto session = make_session(b.output("idx").build());
+  ASSERT_TRUE(session);
+  Tensor x = make_tensor<float>({6}, {0, 1, 0, 2, 3, 0});
+  std::vector<const Tensor*> in = {&x};
+  std::vector<runtime::PlannedOutput> planned(1);
+  auto prepared = session->prepare(in, planned);
+  ASSERT_TRUE(prepared.is_ok()) << prepared.status().to_string();
+  EXPECT_FALSE(planned[0].known);
+  EXPECT_EQ(planned[0].dtype, DType::kI64);
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*prepared)->run(in, out).is_ok());
+  EXPECT_EQ(values_of<int64_t>(out[0]), (std::vector<int64_t>{1, 3, 4}));
+  x.data_as<float>()[0] = 7;
+  ASSERT_TRUE((*prepared)->run(in, out).is_ok());
+  EXPECT_EQ(values_of<int64_t>(out[0]), (std::vector<int64_t>{0, 1, 3, 4}));
+}
+
+// Each PreparedRun holds its own run state: prepared runs of one signature on
+// several threads, and plain runs beside them, never see each other's values.
+TEST(PreparedRun, ConcurrentPreparedRunsGiveTheirOwnResults) {
+  auto session = make_session(square_plus(64));
+  ASSERT_TRUE(session);
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      Tensor x = Tensor::allocate(DType::kF32, {64, 4});
+      Tensor y = Tensor::allocate(DType::kF32, {64, 4});
+      std::vector<const Tensor*> in = {&x};
+      std::vector<Tensor*> out = {&y};
+      std::vector<runtime::PlannedOutput> planned(1);
+      auto prepared = session->prepare(in, planned);
+      if (!prepared.is_ok()) {
+        ++mismatches;
+        return;
+      }
+      for (int iter = 0; iter < 300; ++iter) {
+        const float v = static_cast<float>(t * 1000 + iter);
+        for (int64_t i = 0; i < 256; ++i) x.data_as<float>()[i] = v;
+        std::vector<Tensor> plain;
+        Status st = t % 2 ? session->run(in, plain) : (*prepared)->run_bound(in, out);
+        if (!st.is_ok()) {
+          ++mismatches;
+          continue;
+        }
+        const float* got = t % 2 ? plain[0].data_as<float>() : y.data_as<float>();
+        for (int64_t i = 0; i < 256; ++i) mismatches += got[i] != v * v + v;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
 TEST(Runtime, GraphOutputThatIsAnInputOrConstantIsCopied) {
   GraphBuilder b;
   b.input("x", DType::kF32, {2});
@@ -234,6 +366,16 @@ TEST(Runtime, GraphOutputThatIsAnInputOrConstantIsCopied) {
   EXPECT_EQ(values_of<float>((*out)[1]), (std::vector<float>{7, 8}));
   EXPECT_EQ(values_of<float>((*out)[2]), (std::vector<float>{1, 2}));
   EXPECT_NE((*out)[0].data(), x.data());
+  // Bound outputs get the same values copied in.
+  std::vector<Tensor> bound = {Tensor::allocate(DType::kF32, {2}), Tensor::allocate(DType::kF32, {2}),
+                               Tensor::allocate(DType::kF32, {2})};
+  std::vector<Tensor*> bound_ptrs = {&bound[0], &bound[1], &bound[2]};
+  std::vector<const Tensor*> positional = {&x};
+  Status st = session->run_bound(positional, bound_ptrs);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_EQ(values_of<float>(bound[0]), (std::vector<float>{1, 2}));
+  EXPECT_EQ(values_of<float>(bound[1]), (std::vector<float>{7, 8}));
+  EXPECT_EQ(values_of<float>(bound[2]), (std::vector<float>{1, 2}));
 }
 
 TEST(Runtime, ConstantSubgraphsAreFoldedAtLoad) {
