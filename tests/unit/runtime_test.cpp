@@ -227,14 +227,25 @@ std::shared_ptr<ir::Graph> square_plus(int64_t rows) {
   return b.output("y").build();
 }
 
-TEST(PreparedRun, RunsItsSignatureWithFreshDataAndWithoutAllocating) {
-  auto session = make_session(square_plus(-1));
-  ASSERT_TRUE(session);
+// square_plus(-1) prepared for x of float32[3, 4].
+class PreparedRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    session = make_session(square_plus(-1));
+    ASSERT_TRUE(session);
+    auto p = session->prepare(in, planned);
+    ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+    prepared = std::move(p).value();
+  }
+
+  std::unique_ptr<Session> session;
   Tensor x = Tensor::allocate(DType::kF32, {3, 4});
   std::vector<const Tensor*> in = {&x};
-  std::vector<runtime::PlannedOutput> planned(1);
-  auto prepared = session->prepare(in, planned);
-  ASSERT_TRUE(prepared.is_ok()) << prepared.status().to_string();
+  std::vector<runtime::PlannedOutput> planned = std::vector<runtime::PlannedOutput>(1);
+  std::unique_ptr<runtime::PreparedRun> prepared;
+};
+
+TEST_F(PreparedRunTest, RunsItsSignatureWithFreshDataAndWithoutAllocating) {
   EXPECT_EQ(planned[0].dtype, DType::kF32);
   EXPECT_TRUE(planned[0].known);
   EXPECT_EQ(planned[0].shape, (Shape{3, 4}));
@@ -246,7 +257,7 @@ TEST(PreparedRun, RunsItsSignatureWithFreshDataAndWithoutAllocating) {
       g_allocations = 0;
       g_counting = true;
     }
-    Status st = (*prepared)->run_bound(in, out);
+    Status st = prepared->run_bound(in, out);
     g_counting = false;
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     for (int64_t i = 0; i < 12; ++i) {
@@ -263,27 +274,20 @@ TEST(PreparedRun, RunsItsSignatureWithFreshDataAndWithoutAllocating) {
   EXPECT_EQ(values_of<float>((*other)[0]), (std::vector<float>{2, 6, 12, 20}));
 }
 
-TEST(PreparedRun, OtherShapesAndWrongOutputsAreErrors) {
-  auto session = make_session(square_plus(-1));
-  ASSERT_TRUE(session);
-  Tensor x = Tensor::allocate(DType::kF32, {3, 4});
-  std::vector<const Tensor*> in = {&x};
-  std::vector<runtime::PlannedOutput> planned(1);
-  auto prepared = session->prepare(in, planned);
-  ASSERT_TRUE(prepared.is_ok()) << prepared.status().to_string();
+TEST_F(PreparedRunTest, OtherShapesAndWrongOutputsAreErrors) {
   Tensor x5 = Tensor::allocate(DType::kF32, {5, 4});
   Tensor y5 = Tensor::allocate(DType::kF32, {5, 4});
   std::vector<const Tensor*> in5 = {&x5};
   std::vector<Tensor*> out5 = {&y5};
-  Status st = (*prepared)->run_bound(in5, out5);
+  Status st = prepared->run_bound(in5, out5);
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.to_string().find("differ from those this run was prepared for"), std::string::npos) << st.to_string();
   Tensor y_wrong = Tensor::allocate(DType::kF32, {4, 3});
   std::vector<Tensor*> out_wrong = {&y_wrong};
-  st = (*prepared)->run_bound(in, out_wrong);
+  st = prepared->run_bound(in, out_wrong);
   EXPECT_NE(st.to_string().find("is bound to"), std::string::npos) << st.to_string();
   std::vector<Tensor*> too_many = {&y_wrong, &y_wrong};
-  st = (*prepared)->run_bound(in, too_many);
+  st = prepared->run_bound(in, too_many);
   EXPECT_NE(st.to_string().find("expected 1 outputs, got 2"), std::string::npos) << st.to_string();
   // prepare() checks inputs against the model as run() does.
   Tensor bad = Tensor::allocate(DType::kF32, {3, 5});
