@@ -100,6 +100,14 @@ TEST(UnarySimd, SpecialValuesAtEveryIsa) {
     EXPECT_EQ(one(UnaryKind::kTanh, INFINITY), 1.0f);
     EXPECT_EQ(one(UnaryKind::kTanh, -INFINITY), -1.0f);
     EXPECT_TRUE(std::signbit(one(UnaryKind::kTanh, -0.0f)));
+    // The rational tanh clamps x to +-9: exactly +-1 beyond, never above 1 in magnitude below.
+    EXPECT_EQ(one(UnaryKind::kTanh, 9.5f), 1.0f);
+    EXPECT_EQ(one(UnaryKind::kTanh, -9.5f), -1.0f);
+    EXPECT_EQ(one(UnaryKind::kTanh, 1e-40f), 1e-40f);
+    for (float x = 7.0f; x < 9.5f; x += 1.0f / 4096) {
+      EXPECT_LE(one(UnaryKind::kTanh, x), 1.0f) << x;
+      EXPECT_GE(one(UnaryKind::kTanh, -x), -1.0f) << x;
+    }
     EXPECT_EQ(one(UnaryKind::kExp, -INFINITY), 0.0f);
     EXPECT_EQ(one(UnaryKind::kExp, 100.0f), INFINITY);
     EXPECT_EQ(one(UnaryKind::kLog, 0.0f), -INFINITY);
