@@ -117,15 +117,14 @@ std::unique_ptr<CompiledPartition::Runner> CompiledPartition::make_runner() cons
 }
 
 Status CompiledPartition::compute(OrtKernelContext* ctx) {
-  {
-    std::unique_lock<std::mutex> lock(first_mutex_, std::try_to_lock);
-    if (lock.owns_lock()) {
-      EMBER_RETURN_IF_ERROR(compute_with(*first_, ctx));
-      g_executed_nodes.fetch_add(node_count_, std::memory_order_relaxed);
-      return Status::ok();
-    }
-  }
-  // Another Run of this session is inside this partition: a runner of its own.
+  std::unique_lock<std::mutex> lock(first_mutex_, std::try_to_lock);
+  EMBER_RETURN_IF_ERROR(lock.owns_lock() ? compute_with(*first_, ctx) : compute_with_spare(ctx));
+  g_executed_nodes.fetch_add(node_count_, std::memory_order_relaxed);
+  return Status::ok();
+}
+
+// Another Run of this session is inside this partition: a runner of its own.
+Status CompiledPartition::compute_with_spare(OrtKernelContext* ctx) {
   std::unique_ptr<Runner> r;
   {
     std::lock_guard<std::mutex> lock(spares_mutex_);
@@ -136,13 +135,9 @@ Status CompiledPartition::compute(OrtKernelContext* ctx) {
   }
   if (!r) r = make_runner();
   Status st = compute_with(*r, ctx);
-  {
-    std::lock_guard<std::mutex> lock(spares_mutex_);
-    spares_.push_back(std::move(r));
-  }
-  EMBER_RETURN_IF_ERROR(st);
-  g_executed_nodes.fetch_add(node_count_, std::memory_order_relaxed);
-  return Status::ok();
+  std::lock_guard<std::mutex> lock(spares_mutex_);
+  spares_.push_back(std::move(r));
+  return st;
 }
 
 // Points the input views at this run's ORT tensors: 3 API calls per input, no

@@ -47,6 +47,7 @@ class CompiledPartition : public OrtNodeComputeInfo {
   CompiledPartition();
   std::unique_ptr<Runner> make_runner() const;
   Status compute_with(Runner& r, OrtKernelContext* ctx);
+  Status compute_with_spare(OrtKernelContext* ctx);
   Result<bool> bind_inputs(Runner& r, OrtKernelContext* ctx);
   Status prepare(Runner& r);
   Status run_and_copy(Runner& r, OrtKernelContext* ctx);
