@@ -95,7 +95,8 @@ std::vector<float> sweep_inputs() {
   }
   constexpr int kDense = 1 << 18;
   for (int i = 0; i <= kDense; ++i) xs.push_back(-10.0f + 20.0f * static_cast<float>(i) / kDense);
-  for (float s : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 1e-38f, 88.72f, 88.73f, -87.4f, -103.9f})
+  for (float s : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 1e-38f, 88.72f, 88.73f, -87.4f, -103.9f,
+                  86.5f, -86.5f, 86.50001f, -86.50001f})
     xs.push_back(s);
   return xs;
 }
@@ -186,6 +187,41 @@ TEST(UnaryAccuracy, TanhOnEveryFloatNearOne) {
     std::printf("Tanh on [1, 9.5] at %s: %.2f ulp at %.9g\n", std::string(isa_name(isa)).c_str(), m.max_err, m.worst_x);
     EXPECT_EQ(m.mismatched_specials, 0) << isa_name(isa);
     EXPECT_LE(m.max_err, tanh_case.max_ulp) << "at " << isa_name(isa) << ", worst x = " << m.worst_x;
+  }
+}
+
+// Every float of [-104, -86] and [86, 89], for Exp and Sigmoid (whose e^-|x|
+// is the same exp): below -87.34 the results are denormal (gradual underflow,
+// measured in units of 2^-149), below -103.97 they are 0, above 88.72 Exp is
+// +inf, and +-86.5 is where the AVX2 exp leaves its exponent-add path for the
+// full one (exp_f32.inc), so both sides of that switch are covered.
+TEST(UnaryAccuracy, ExpAndSigmoidOnEveryFloatOfTheRangeEdges) {
+  std::vector<float> xs;
+  const auto add_range = [&xs](float from, float to) {
+    uint32_t lo, hi;
+    std::memcpy(&lo, &from, 4);
+    std::memcpy(&hi, &to, 4);
+    for (uint32_t b = lo; b <= hi; ++b) {
+      float f;
+      std::memcpy(&f, &b, 4);
+      xs.push_back(f);
+      xs.push_back(-f);
+    }
+  };
+  add_range(86.0f, 104.0f);
+  for (float s : {INFINITY, -INFINITY, NAN, 0.0f}) xs.push_back(s);
+  std::vector<double> ref(xs.size());
+  for (const UnaryKind kind : {UnaryKind::kExp, UnaryKind::kSigmoid}) {
+    const KindCase& c =
+        *std::find_if(cases().begin(), cases().end(), [kind](const KindCase& k) { return k.kind == kind; });
+    for (size_t i = 0; i < xs.size(); ++i) ref[i] = c.ref(static_cast<double>(xs[i]));
+    for (Isa isa : available_isas()) {
+      const Measured m = measure(c, xs, ref, isa);
+      std::printf("%s on +-[86, 104] at %s: %.2f ulp at %.9g\n", c.name, std::string(isa_name(isa)).c_str(),
+                  m.max_err, m.worst_x);
+      EXPECT_EQ(m.mismatched_specials, 0) << c.name << " at " << isa_name(isa) << ", first x = " << m.worst_x;
+      EXPECT_LE(m.max_err, c.max_ulp) << c.name << " at " << isa_name(isa) << ", worst x = " << m.worst_x;
+    }
   }
 }
 
