@@ -1,7 +1,8 @@
 // The plugin EP's entry points (CreateEpFactories, ReleaseEpFactory), its
 // OrtEpFactory for the CPU device and its OrtEp: GetCapability claims what the
-// op registry can build, in convex groups; Compile turns each group into a
-// CompiledPartition.
+// op registry can build, in convex groups; Compile turns each group of two or
+// more nodes into a CompiledPartition, and a node claimed alone runs as a
+// kernel of the EP's kernel registry (node_kernel.h).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include "kernels/registry.h"
 #include "ort_ep/compiled_partition.h"
 #include "ort_ep/graph_import.h"
+#include "ort_ep/node_kernel.h"
 #include "ort_ep/ort_api.h"
 #include "ort_ep/partition.h"
 #include "runtime/executor.h"
@@ -22,6 +24,12 @@
 
 namespace ember::ort_ep {
 namespace {
+
+bool has_subgraphs(const ir::Graph& g) {
+  const ir::Node& n = g.nodes[0];
+  return n.inputs.size() > n.num_explicit_inputs ||
+         std::any_of(n.attributes.begin(), n.attributes.end(), [](const ir::Attribute& a) { return a.g != nullptr; });
+}
 
 // A node with subgraphs (If, Loop, Scan) is claimed whole when an Ember
 // executor builds it: its kernel compiles every subgraph, whose kernels are
@@ -43,28 +51,26 @@ bool subgraph_node_supported(std::shared_ptr<ir::Graph> g) {
   return runtime::Executor::create(std::move(g), std::move(inputs)).is_ok();
 }
 
-// True when Ember's registry builds a kernel for the node with its input dtypes
-// (no constants are passed, so nothing is prepacked while deciding).
-bool is_supported(const OrtNode* node, const std::map<std::string, int>& opsets) {
+// The node as a one-node graph when Ember's registry builds a kernel for it
+// with its input dtypes (no constants are passed, so nothing is prepacked while
+// deciding), else null.
+std::shared_ptr<ir::Graph> import_if_supported(const OrtNode* node, const std::map<std::string, int>& opsets) {
   const char* ep = nullptr;
   // An unassigned node reports "" (not NULL, as the header suggests).
   if (from_ort(api().Node_GetEpName(node, &ep), "Node_GetEpName").is_ok() && ep && *ep && std::string(ep) != kEpName) {
-    return false;
+    return nullptr;
   }
   auto g = std::make_shared<ir::Graph>();
   g->opsets = opsets;
   GraphImporter importer(*g);
-  if (!importer.add_node(node, opsets).is_ok()) return false;
+  if (!importer.add_node(node, opsets).is_ok()) return nullptr;
+  if (has_subgraphs(*g)) return subgraph_node_supported(g) ? g : nullptr;
   const ir::Node& n = g->nodes[0];
-  if (n.inputs.size() > n.num_explicit_inputs ||
-      std::any_of(n.attributes.begin(), n.attributes.end(), [](const ir::Attribute& a) { return a.g != nullptr; })) {
-    return subgraph_node_supported(std::move(g));
-  }
   std::vector<DType> dtypes;
   for (ir::ValueId id : n.inputs) dtypes.push_back(id == ir::kNoValue ? DType::kUndefined : g->value(id).dtype);
   std::vector<const Tensor*> constants(dtypes.size(), nullptr);
   kernels::KernelInit init{n, dtypes, constants, nullptr, g.get()};
-  return kernels::create_kernel(init).is_ok();
+  return kernels::create_kernel(init).is_ok() ? g : nullptr;
 }
 
 // Producers of each node's inputs, as indices into `nodes` (topological order).
@@ -94,22 +100,39 @@ Result<std::vector<std::vector<int>>> producers(const std::vector<const OrtNode*
   return preds;
 }
 
-Status get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
+struct EmberEp : OrtEp {
+  int num_threads = 0;  // 0: Ember's default (EMBER_NUM_THREADS, else one per physical core)
+  KernelSource kernels;  // single claimed nodes, for the registry's kernels
+  OrtKernelRegistry* registry = nullptr;
+};
+
+Status get_capability(EmberEp& ep, const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
   EMBER_ASSIGN_OR_RETURN(auto opsets, read_opsets(graph));
   // A subgraph of a node Ember claims whole runs inside that node's kernel;
   // ORT asks about it separately, and a claim here would fuse its nodes into an
   // op only ORT's graph knows.
   const OrtNode* parent = nullptr;
   EMBER_ORT(Graph_GetParentNode, graph, &parent);
-  if (parent && is_supported(parent, opsets)) return Status::ok();
+  if (parent && import_if_supported(parent, opsets)) return Status::ok();
   EMBER_ASSIGN_OR_RETURN(auto nodes, graph_nodes(graph));
+  std::vector<std::shared_ptr<ir::Graph>> imported(nodes.size());
   std::vector<bool> supported(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) supported[i] = is_supported(nodes[i], opsets);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    imported[i] = import_if_supported(nodes[i], opsets);
+    supported[i] = imported[i] != nullptr;
+  }
   EMBER_ASSIGN_OR_RETURN(auto preds, producers(nodes));
   OrtNodeFusionOptions fusion{};
   fusion.ort_version_supported = ORT_API_VERSION;
   fusion.drop_constant_initializers = true;
   for (const std::vector<int>& group : convex_groups(preds, supported)) {
+    const auto first = static_cast<size_t>(group[0]);
+    if (group.size() == 1 && !has_subgraphs(*imported[first])) {
+      ep.kernels.claimed.add(std::move(imported[first]));
+      EMBER_RETURN_IF_ERROR(from_ort(ep_api().EpGraphSupportInfo_AddSingleNode(info, nodes[first]),
+                                     "EpGraphSupportInfo_AddSingleNode"));
+      continue;
+    }
     std::vector<const OrtNode*> members;
     for (int i : group) members.push_back(nodes[static_cast<size_t>(i)]);
     EMBER_RETURN_IF_ERROR(from_ort(
@@ -119,15 +142,11 @@ Status get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
   return Status::ok();
 }
 
-struct EmberEp : OrtEp {
-  int num_threads = 0;  // 0: Ember's default (EMBER_NUM_THREADS, else one per physical core)
-};
-
 const char* ORT_API_CALL ep_name(const OrtEp*) noexcept { return kEpName; }
 
-OrtStatus* ORT_API_CALL ep_get_capability(OrtEp*, const OrtGraph* graph, OrtEpGraphSupportInfo* info) noexcept {
+OrtStatus* ORT_API_CALL ep_get_capability(OrtEp* self, const OrtGraph* graph, OrtEpGraphSupportInfo* info) noexcept {
   try {
-    return to_ort(get_capability(graph, info));
+    return to_ort(get_capability(*static_cast<EmberEp*>(self), graph, info));
   } catch (const std::exception& e) {
     return to_ort(internal_error("GetCapability: {}", e.what()));
   }
@@ -191,6 +210,11 @@ OrtStatus* ORT_API_CALL factory_devices(OrtEpFactory* self, const OrtHardwareDev
   return nullptr;
 }
 
+OrtStatus* ORT_API_CALL ep_kernel_registry(OrtEp* self, const OrtKernelRegistry** registry) noexcept {
+  *registry = static_cast<EmberEp*>(self)->registry;
+  return nullptr;
+}
+
 // A partition serves overlapping Run()s of one session: one takes its first
 // runner, the others spare ones (CompiledPartition::compute).
 OrtStatus* ORT_API_CALL ep_concurrent_runs(OrtEp*, bool* supported) noexcept {
@@ -210,6 +234,7 @@ OrtStatus* ORT_API_CALL factory_create_ep(OrtEpFactory*, const OrtHardwareDevice
     ep->Compile = ep_compile;
     ep->ReleaseNodeComputeInfos = ep_release_infos;
     ep->IsConcurrentRunSupported = ep_concurrent_runs;
+    ep->GetKernelRegistry = ep_kernel_registry;
     // Ember's threads per Compute: the EP option, else the session's intra-op
     // count when it is a config entry (AddSessionConfigEntry; ORT 1.30 does not
     // mirror SetIntraOpNumThreads there), else Ember's default.
@@ -222,6 +247,10 @@ OrtStatus* ORT_API_CALL factory_create_ep(OrtEpFactory*, const OrtHardwareDevice
       ep->num_threads = static_cast<int>(v);
       break;
     }
+    ep->kernels.num_threads = ep->num_threads;
+    auto registry = create_kernel_registry(&ep->kernels);
+    if (!registry.is_ok()) return to_ort(registry.status());
+    ep->registry = *registry;
     *out = ep.release();
     return nullptr;
   } catch (const std::exception& e) {
@@ -229,7 +258,11 @@ OrtStatus* ORT_API_CALL factory_create_ep(OrtEpFactory*, const OrtHardwareDevice
   }
 }
 
-void ORT_API_CALL factory_release_ep(OrtEpFactory*, OrtEp* ep) noexcept { delete static_cast<EmberEp*>(ep); }
+void ORT_API_CALL factory_release_ep(OrtEpFactory*, OrtEp* ep) noexcept {
+  auto* ember = static_cast<EmberEp*>(ep);
+  if (ember->registry) ep_api().ReleaseKernelRegistry(ember->registry);
+  delete ember;
+}
 
 // ORT 1.30 calls this even though the header calls it optional: a CPU EP has
 // no data transfer (ORT's CPU tensors are Ember's).

@@ -369,7 +369,53 @@ Result<std::unique_ptr<Executor::Prepared>> Executor::prepare(std::span<const Te
 
 Executor::Prepared::Prepared(const Executor& executor, std::shared_ptr<PlanEntry> entry,
                              std::unique_ptr<RunState> state)
-    : executor_(executor), entry_(std::move(entry)), state_(std::move(state)) {}
+    : executor_(executor), entry_(std::move(entry)), state_(std::move(state)) {
+  const Plan& plan = *entry_->plan;
+  if (plan.steps.size() != 1 || plan.has_dynamic || !plan.outputs_in_place) return;
+  const Step& step = plan.steps[0];
+  if (step.dynamic || step.view || !step.kernel) return;
+  for (uint32_t i = 0; i < step.num_inputs; ++i) {
+    const ir::ValueId id = plan.step_inputs[step.first_input + i];
+    const ValuePlan* v = id == ir::kNoValue ? nullptr : &plan.values[static_cast<size_t>(id)];
+    if (v && v->storage != Storage::kInput && v->storage != Storage::kConstant) return;
+    in_slot_.push_back(v && v->storage == Storage::kInput ? v->input_index : -1);
+    step_in_.push_back(v && v->storage == Storage::kConstant ? &v->tensor : nullptr);
+  }
+  for (uint32_t k = 0; k < step.num_outputs; ++k) {
+    const ir::ValueId id = plan.step_outputs[step.first_output + k];
+    const ValuePlan* v = id == ir::kNoValue ? nullptr : &plan.values[static_cast<size_t>(id)];
+    if (v && v->storage != Storage::kOutput) return;
+    out_slot_.push_back(v ? v->output_index : -1);
+    step_out_.push_back(nullptr);
+  }
+  direct_ = true;
+}
+
+bool Executor::Prepared::run_direct(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
+                                    Status& st) {
+  const Plan& plan = *entry_->plan;
+  for (size_t i = 0; i < in_slot_.size(); ++i) {
+    if (in_slot_[i] < 0) continue;
+    const Tensor* t = inputs[static_cast<size_t>(in_slot_[i])];
+    if (!t || !t->data()) return false;  // omitted (its default is a constant of the plan) or zero-size
+    step_in_[i] = t;
+  }
+  for (size_t k = 0; k < out_slot_.size(); ++k) {
+    if (out_slot_[k] < 0) continue;
+    Tensor* out = outputs[static_cast<size_t>(out_slot_[k])];
+    const Tensor& planned = plan.values[static_cast<size_t>(executor_.graph_->outputs[static_cast<size_t>(out_slot_[k])])].tensor;
+    if (!out || !out->data() || out->dtype() != planned.dtype() || !(out->shape() == planned.shape()) ||
+        overlaps_any(out->data(), out->nbytes(), inputs)) {
+      return false;
+    }
+    step_out_[k] = out;
+  }
+  kernels::KernelContext ctx(step_in_, step_out_);
+  const Step& step = plan.steps[0];
+  st = step.kernel->run(ctx);
+  if (!st.is_ok()) st = st.with_context(executor_.graph_->node(step.node).label() + ": ");
+  return true;
+}
 
 Executor::Prepared::~Prepared() { executor_.release_state(std::move(state_)); }
 
@@ -388,6 +434,8 @@ Status Executor::Prepared::run(std::span<const Tensor* const> inputs, std::vecto
 Status Executor::Prepared::run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) {
   EMBER_RETURN_IF_ERROR(executor_.check_counts(inputs, outputs.size()));
   EMBER_RETURN_IF_ERROR(check(inputs));
+  Status st;
+  if (direct_ && run_direct(inputs, outputs, st)) return st;
   return executor_.execute(*entry_->plan, inputs, nullptr, outputs, *state_);
 }
 

@@ -47,10 +47,22 @@ class Executor : public kernels::SubgraphCompiler {
     friend class Executor;
     Prepared(const Executor& executor, std::shared_ptr<PlanEntry> entry, std::unique_ptr<RunState> state);
     Status check(std::span<const Tensor* const> inputs) const;
+    // A plan of one static step reading only inputs and constants and writing
+    // only graph outputs (a single-node session: the ORT plugin EP's nodes
+    // claimed alone) runs its kernel straight on the caller's tensors, without
+    // the value table. False when the outputs are not all bound, valid and
+    // apart from the inputs (the general path then runs, or names the error).
+    bool run_direct(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs, Status& st);
 
     const Executor& executor_;
     std::shared_ptr<PlanEntry> entry_;
     std::unique_ptr<RunState> state_;
+    bool direct_ = false;
+    // Per input and output slot of the step: the executor input or graph output
+    // it is (-1: omitted, or the constant in step_in_).
+    std::vector<int32_t> in_slot_, out_slot_;
+    std::vector<const Tensor*> step_in_;
+    std::vector<Tensor*> step_out_;
   };
 
   // `inputs`: the values fed by the caller, in order (graph inputs, or a

@@ -340,24 +340,16 @@ TEST(OrtEp, RepeatedRunsWithChangingInputs) {
 }
 
 // Concurrent Run()s of one session: threads with different batch sizes meet in
-// the one partition (a Run that finds it busy takes a spare runner with its
+// one Ember node (a Run that finds its first runner busy takes a spare with its
 // own prepared run and arena), and every result is ORT CPU's, bit for bit.
-TEST(OrtEp, ConcurrentRunsGiveTheirOwnResults) {
+void expect_concurrent_runs(const std::string& model, uint64_t nodes) {
   Registered reg;
   ASSERT_TRUE(reg.status().is_ok()) << reg.status().to_string();
-  ModelBuilder b(17);
-  b.add_input("x", DType::kF32, {-1, 64});
-  b.add_initializer("scale", random_f32({64}, 15));
-  b.add_output("z", DType::kF32, {-1, 64});
-  b.add_node("Relu", {"x"}, {"r"});
-  b.add_node("Mul", {"r", "scale"}, {"m"});
-  b.add_node("Add", {"m", "x"}, {"z"});
-  const std::string model = b.serialize();
   auto plain = OrtSession::load_from_bytes(bytes_of(model));
   auto ember = OrtSession::load_from_bytes(bytes_of(model), with_ember(true));
   ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
   ASSERT_TRUE(ember.is_ok()) << ember.status().to_string();
-  ASSERT_EQ(assignment(**ember).ember, 3u);
+  ASSERT_EQ(assignment(**ember).ember, nodes);
   constexpr int kThreads = 4, kRuns = 150;
   const uint64_t before = executed_nodes();
   std::atomic<int> failures{0};
@@ -376,7 +368,29 @@ TEST(OrtEp, ConcurrentRunsGiveTheirOwnResults) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
-  EXPECT_EQ(executed_nodes(), before + 3u * kThreads * kRuns);
+  EXPECT_EQ(executed_nodes(), before + nodes * kThreads * kRuns);
+}
+
+// Three nodes: one compiled partition.
+TEST(OrtEp, ConcurrentRunsOfAPartitionGiveTheirOwnResults) {
+  ModelBuilder b(17);
+  b.add_input("x", DType::kF32, {-1, 64});
+  b.add_initializer("scale", random_f32({64}, 15));
+  b.add_output("z", DType::kF32, {-1, 64});
+  b.add_node("Relu", {"x"}, {"r"});
+  b.add_node("Mul", {"r", "scale"}, {"m"});
+  b.add_node("Add", {"m", "x"}, {"z"});
+  expect_concurrent_runs(b.serialize(), 3);
+}
+
+// One node with an initializer: a kernel of the EP's registry.
+TEST(OrtEp, ConcurrentRunsOfASingleNodeGiveTheirOwnResults) {
+  ModelBuilder b(17);
+  b.add_input("x", DType::kF32, {-1, 64});
+  b.add_initializer("scale", random_f32({64}, 16));
+  b.add_output("z", DType::kF32, {-1, 64});
+  b.add_node("Mul", {"x", "scale"}, {"z"});
+  expect_concurrent_runs(b.serialize(), 1);
 }
 
 // The non-vacuity half of the counting: sessions without the EP, on a model

@@ -297,6 +297,63 @@ TEST_F(PreparedRunTest, OtherShapesAndWrongOutputsAreErrors) {
   EXPECT_NE(refused.status().to_string().find("dimension 1 must be 4"), std::string::npos) << refused.status().to_string();
 }
 
+// One node reading an input twice and a constant: a prepared run of such a
+// plan runs the kernel straight on the caller's tensors, and falls back to the
+// general path for what that cannot do (an unbound output, an output over an
+// input's bytes, zero-size inputs), with the same results.
+TEST(PreparedRun, SingleNodePlansRunOnTheCallersTensors) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {-1});
+  b.constant("c", make_tensor<float>({1}, {0.5f}));
+  b.node("Mul", {"x", "x"}, {"sq"});
+  auto session = make_session(b.output("sq").build());
+  ASSERT_TRUE(session);
+  GraphBuilder b2;
+  b2.input("x", DType::kF32, {-1});
+  b2.constant("c", make_tensor<float>({1}, {0.5f}));
+  b2.node("Add", {"c", "x"}, {"y"});
+  auto with_constant = make_session(b2.output("y").build());
+  ASSERT_TRUE(with_constant);
+  Tensor x = make_tensor<float>({4}, {1, -2, 3, 4});
+  std::vector<const Tensor*> in = {&x};
+  std::vector<runtime::PlannedOutput> planned(1);
+  auto square = session->prepare(in, planned);
+  auto add = with_constant->prepare(in, planned);
+  ASSERT_TRUE(square.is_ok()) << square.status().to_string();
+  ASSERT_TRUE(add.is_ok()) << add.status().to_string();
+  Tensor y = Tensor::allocate(DType::kF32, {4});
+  std::vector<Tensor*> out = {&y};
+  for (int run = 0; run < 3; ++run) {
+    x.data_as<float>()[0] = static_cast<float>(run);
+    ASSERT_TRUE((*square)->run_bound(in, out).is_ok());
+    EXPECT_EQ(values_of<float>(y), (std::vector<float>{static_cast<float>(run * run), 4, 9, 16})) << run;
+    ASSERT_TRUE((*add)->run_bound(in, out).is_ok());
+    EXPECT_EQ(values_of<float>(y), (std::vector<float>{run + 0.5f, -1.5f, 3.5f, 4.5f})) << run;
+  }
+  // An unbound output is computed and dropped.
+  std::vector<Tensor*> dropped = {nullptr};
+  EXPECT_TRUE((*add)->run_bound(in, dropped).is_ok());
+  // An output over the input's bytes: the general path decides (Add may write in place over x).
+  Tensor x2 = make_tensor<float>({4}, {1, 2, 3, 4});
+  std::vector<const Tensor*> in2 = {&x2};
+  Tensor alias(DType::kF32, {4}, x2.data());
+  std::vector<Tensor*> over = {&alias};
+  Status st = (*add)->run_bound(in2, over);
+  if (st.is_ok()) {
+    EXPECT_EQ(values_of<float>(x2), (std::vector<float>{1.5f, 2.5f, 3.5f, 4.5f}));
+  } else {
+    EXPECT_NE(st.to_string().find("is bound to the buffer of input"), std::string::npos) << st.to_string();
+  }
+  // Zero-size inputs and outputs.
+  Tensor empty(DType::kF32, {0}, nullptr);
+  std::vector<const Tensor*> in0 = {&empty};
+  auto add0 = with_constant->prepare(in0, planned);
+  ASSERT_TRUE(add0.is_ok()) << add0.status().to_string();
+  Tensor y0(DType::kF32, {0}, nullptr);
+  std::vector<Tensor*> out0 = {&y0};
+  EXPECT_TRUE((*add0)->run_bound(in0, out0).is_ok());
+}
+
 TEST(PreparedRun, DataDependentOutputsComeBackThroughRun) {
   GraphBuilder b;
   b.input("x", DType::kF32, {6});
