@@ -18,6 +18,10 @@ outer scope, which Ember claims whole (fallback disabled), and one whose
 branches hold a Det, which Ember lacks: the If and the Dets then run on ORT's CPU
 EP, the rest of each branch on Ember, and only the taken branch's Ember nodes
 count. Both take each branch once.
+
+Last, a 64 MiB weight read by a MatMul claimed alone (a kernel of the EP's
+registry) and by a MatMul -> Relu partition: ORT must free its own copy, so
+resident memory grows by about one weight.
 """
 import ctypes
 import os
@@ -160,6 +164,48 @@ def one_round(library, model, round_index):
     assert not [d for d in ort.get_ep_devices() if d.ep_name == EP], "the Ember device outlived unregistering"
 
 
+def rss_mib():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+
+def check_weight_held_once(library, with_relu):
+    """A MatMul claimed alone runs as a kernel of the EP's registry, which copies
+    its 64 MiB weight and reports it packed (PrePackWeight); MatMul -> Relu is a
+    compiled partition, whose fused node ORT gives no initializers. Either way
+    ORT frees its own copy: resident memory grows by about one weight, not two."""
+    weight = np.random.default_rng(5).standard_normal((4096, 4096)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m" if with_relu else "y"], name="matmul")]
+    if with_relu:
+        nodes.append(helper.make_node("Relu", ["m"], ["y"], name="relu"))
+    graph = helper.make_graph(nodes, "weight",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4096])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4096])],
+                              [numpy_helper.from_array(weight, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    del graph, model
+    ort.register_execution_provider_library("ember", library)
+    try:
+        options = ort.SessionOptions()
+        options.add_provider_for_devices([d for d in ort.get_ep_devices() if d.ep_name == EP], {"num_threads": "1"})
+        options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        before = rss_mib()
+        session = ort.InferenceSession(data, sess_options=options)
+        x = np.ones((1, 4096), np.float32)
+        want = weight.sum(axis=0)
+        np.testing.assert_allclose(session.run(None, {"x": x})[0][0], np.maximum(want, 0) if with_relu else want,
+                                   rtol=1e-4, atol=1e-2)
+        grown = rss_mib() - before
+        what = "MatMul -> Relu" if with_relu else "single-node MatMul"
+        assert grown < 1.5 * weight.nbytes / 2**20, f"{what}: resident memory grew by {grown:.0f} MiB for a 64 MiB weight"
+        print(f"{what}: resident memory +{grown:.0f} MiB for a 64 MiB weight")
+        del session
+    finally:
+        ort.unregister_execution_provider_library("ember")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -169,6 +215,8 @@ def main():
     for round_index in range(2):
         one_round(library, model, round_index)
     check_if_models(library)
+    for with_relu in (False, True):
+        check_weight_held_once(library, with_relu)
     print(f"python smoke test passed (onnxruntime {ort.__version__})")
 
 
