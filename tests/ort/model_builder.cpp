@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <random>
 
 namespace ember::ortref {
 namespace {
@@ -127,6 +128,14 @@ int64_t ir_version_for(int opset) {
 }
 
 }  // namespace
+
+Tensor random_f32(Shape shape, uint32_t seed) {
+  Tensor t = Tensor::allocate(DType::kF32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.f, 2.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = dist(rng);
+  return t;
+}
 
 ir::Attribute attr_int(std::string name, int64_t v) {
   ir::Attribute a;

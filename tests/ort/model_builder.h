@@ -11,6 +11,9 @@
 
 namespace ember::ortref {
 
+// float32 values uniform in [-2, 2) from a seeded generator: test inputs and initializers.
+Tensor random_f32(Shape shape, uint32_t seed);
+
 ir::Attribute attr_int(std::string name, int64_t v);
 ir::Attribute attr_float(std::string name, float v);
 ir::Attribute attr_string(std::string name, std::string v);

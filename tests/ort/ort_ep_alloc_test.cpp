@@ -18,7 +18,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -119,14 +118,6 @@ int find_ranges(struct dl_phdr_info* info, size_t, void* data) {
   range->end = end;
   ++search->found;
   return 0;
-}
-
-Tensor random_f32(Shape shape, uint32_t seed) {
-  Tensor t = Tensor::allocate(DType::kF32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.f, 2.f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = dist(rng);
-  return t;
 }
 
 // Allocations the library makes while creating a session for `model`, and in

@@ -98,14 +98,6 @@ Assignment assignment(const OrtSession& session) {
   return a;
 }
 
-Tensor random_f32(Shape shape, uint32_t seed) {
-  Tensor t = Tensor::allocate(DType::kF32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.f, 2.f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = dist(rng);
-  return t;
-}
-
 Status bit_equal(const Tensor& got, const Tensor& want) {
   if (got.dtype() != want.dtype() || !(got.shape() == want.shape()) ||
       (got.nbytes() && std::memcmp(got.data(), want.data(), got.nbytes()) != 0)) {
