@@ -215,8 +215,8 @@ OrtStatus* ORT_API_CALL ep_kernel_registry(OrtEp* self, const OrtKernelRegistry*
   return nullptr;
 }
 
-// A partition serves overlapping Run()s of one session: one takes its first
-// runner, the others spare ones (CompiledPartition::compute).
+// A partition or registry kernel serves overlapping Run()s of one session: one
+// takes its first runner, the others spare ones (EmberNode::compute).
 OrtStatus* ORT_API_CALL ep_concurrent_runs(OrtEp*, bool* supported) noexcept {
   *supported = true;
   return nullptr;
