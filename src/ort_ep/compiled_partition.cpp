@@ -16,11 +16,7 @@ OrtStatus* ORT_API_CALL create_state(OrtNodeComputeInfo* self, OrtNodeComputeCon
 }
 
 OrtStatus* ORT_API_CALL compute(OrtNodeComputeInfo* self, void*, OrtKernelContext* ctx) noexcept {
-  try {
-    return to_ort(static_cast<CompiledPartition*>(self)->compute(ctx));
-  } catch (const std::exception& e) {
-    return to_ort(internal_error("{}", e.what()));
-  }
+  return guarded("", [&] { return static_cast<CompiledPartition*>(self)->compute(ctx); });
 }
 
 void ORT_API_CALL release_state(OrtNodeComputeInfo*, void*) noexcept {}

@@ -101,8 +101,9 @@ Result<std::vector<std::vector<int>>> producers(const std::vector<const OrtNode*
 }
 
 struct EmberEp : OrtEp {
-  int num_threads = 0;  // 0: Ember's default (EMBER_NUM_THREADS, else one per physical core)
-  KernelSource kernels;  // single claimed nodes, for the registry's kernels
+  // Single claimed nodes for the registry's kernels, and the thread count of
+  // every Compute (0: Ember's default, EMBER_NUM_THREADS else one per physical core).
+  KernelSource kernels;
   OrtKernelRegistry* registry = nullptr;
 };
 
@@ -145,30 +146,24 @@ Status get_capability(EmberEp& ep, const OrtGraph* graph, OrtEpGraphSupportInfo*
 const char* ORT_API_CALL ep_name(const OrtEp*) noexcept { return kEpName; }
 
 OrtStatus* ORT_API_CALL ep_get_capability(OrtEp* self, const OrtGraph* graph, OrtEpGraphSupportInfo* info) noexcept {
-  try {
-    return to_ort(get_capability(*static_cast<EmberEp*>(self), graph, info));
-  } catch (const std::exception& e) {
-    return to_ort(internal_error("GetCapability: {}", e.what()));
-  }
+  return guarded("GetCapability: ", [&] { return get_capability(*static_cast<EmberEp*>(self), graph, info); });
 }
 
 OrtStatus* ORT_API_CALL ep_compile(OrtEp* self, const OrtGraph** graphs, const OrtNode** fused, size_t count,
                                    OrtNodeComputeInfo** infos, OrtNode** /*ep_context_nodes*/) noexcept {
-  try {
-    for (size_t i = 0; i < count; ++i) infos[i] = nullptr;
+  for (size_t i = 0; i < count; ++i) infos[i] = nullptr;
+  return guarded("Compile: ", [&]() -> Status {
     for (size_t i = 0; i < count; ++i) {
-      auto p = CompiledPartition::compile(graphs[i], fused[i], static_cast<EmberEp*>(self)->num_threads);
+      auto p = CompiledPartition::compile(graphs[i], fused[i], static_cast<EmberEp*>(self)->kernels.num_threads);
       if (!p.is_ok()) {
         for (size_t j = 0; j < i; ++j) delete static_cast<CompiledPartition*>(infos[j]);
         for (size_t j = 0; j < i; ++j) infos[j] = nullptr;
-        return to_ort(p.status());
+        return p.status();
       }
       infos[i] = std::move(p).value().release();
     }
-    return nullptr;
-  } catch (const std::exception& e) {
-    return to_ort(internal_error("Compile: {}", e.what()));
-  }
+    return Status::ok();
+  });
 }
 
 void ORT_API_CALL ep_release_infos(OrtEp*, OrtNodeComputeInfo** infos, size_t count) noexcept {
@@ -225,8 +220,8 @@ OrtStatus* ORT_API_CALL ep_concurrent_runs(OrtEp*, bool* supported) noexcept {
 OrtStatus* ORT_API_CALL factory_create_ep(OrtEpFactory*, const OrtHardwareDevice* const*,
                                           const OrtKeyValuePairs* const*, size_t num_devices,
                                           const OrtSessionOptions* options, const OrtLogger*, OrtEp** out) noexcept {
-  try {
-    if (num_devices != 1) return to_ort(invalid_argument("expected one CPU device, got {}", num_devices));
+  return guarded("CreateEp: ", [&]() -> Status {
+    if (num_devices != 1) return invalid_argument("expected one CPU device, got {}", num_devices);
     auto ep = std::make_unique<EmberEp>();
     ep->ort_version_supported = ORT_API_VERSION;
     ep->GetName = ep_name;
@@ -243,19 +238,14 @@ OrtStatus* ORT_API_CALL factory_create_ep(OrtEpFactory*, const OrtHardwareDevice
       if (threads.empty()) continue;
       char* end = nullptr;
       const long v = std::strtol(threads.c_str(), &end, 10);
-      if (*end != '\0' || v < 0 || v > 256) return to_ort(invalid_argument("{} must be 0..256, got '{}'", key, threads));
-      ep->num_threads = static_cast<int>(v);
+      if (*end != '\0' || v < 0 || v > 256) return invalid_argument("{} must be 0..256, got '{}'", key, threads);
+      ep->kernels.num_threads = static_cast<int>(v);
       break;
     }
-    ep->kernels.num_threads = ep->num_threads;
-    auto registry = create_kernel_registry(&ep->kernels);
-    if (!registry.is_ok()) return to_ort(registry.status());
-    ep->registry = *registry;
+    EMBER_ASSIGN_OR_RETURN(ep->registry, create_kernel_registry(&ep->kernels));
     *out = ep.release();
-    return nullptr;
-  } catch (const std::exception& e) {
-    return to_ort(internal_error("CreateEp: {}", e.what()));
-  }
+    return Status::ok();
+  });
 }
 
 void ORT_API_CALL factory_release_ep(OrtEpFactory*, OrtEp* ep) noexcept {

@@ -87,6 +87,10 @@ Status read_attribute(const OrtOpAttr* attr, ir::Attribute& a) {
 
 }  // namespace
 
+std::string onnx_domain(const char* domain) {
+  return domain && std::strcmp(domain, "ai.onnx") != 0 ? domain : "";
+}
+
 Result<std::map<std::string, int>> read_opsets(const OrtGraph* graph) {
   size_t n = 0;
   EMBER_ORT(Graph_GetNumOperatorSets, graph, &n);
@@ -94,11 +98,7 @@ Result<std::map<std::string, int>> read_opsets(const OrtGraph* graph) {
   std::vector<int64_t> versions(n);
   EMBER_ORT(Graph_GetOperatorSets, graph, domains.data(), versions.data(), n);
   std::map<std::string, int> opsets;
-  for (size_t i = 0; i < n; ++i) {
-    std::string domain = domains[i] ? domains[i] : "";
-    if (domain == "ai.onnx") domain.clear();
-    opsets[domain] = static_cast<int>(versions[i]);
-  }
+  for (size_t i = 0; i < n; ++i) opsets[onnx_domain(domains[i])] = static_cast<int>(versions[i]);
   return opsets;
 }
 
@@ -167,6 +167,18 @@ Result<ir::ValueId> GraphImporter::value(const OrtValueInfo* info, bool with_sha
   return id;
 }
 
+Result<std::vector<ir::ValueId>> GraphImporter::values(const std::vector<const OrtValueInfo*>& infos) {
+  std::vector<ir::ValueId> ids;
+  for (const OrtValueInfo* info : infos) {
+    ir::ValueId id = ir::kNoValue;
+    if (info) {
+      EMBER_ASSIGN_OR_RETURN(id, value(info, false));
+    }
+    ids.push_back(id);
+  }
+  return ids;
+}
+
 Status GraphImporter::add_node(const OrtNode* node, const std::map<std::string, int>& opsets) {
   const char* name = nullptr;
   const char* op = nullptr;
@@ -179,7 +191,7 @@ Status GraphImporter::add_node(const OrtNode* node, const std::map<std::string, 
   ir::Node n;
   n.name = name ? name : "";
   n.op_type = op;
-  n.domain = domain && std::strcmp(domain, "ai.onnx") != 0 ? domain : "";
+  n.domain = onnx_domain(domain);
   auto it = opsets.find(n.domain);
   n.opset = it != opsets.end() ? it->second : since;
   EMBER_ASSIGN_OR_RETURN(auto attrs, ort_list<const OrtOpAttr*>(&OrtApi::Node_GetNumAttributes,
@@ -194,13 +206,7 @@ Status GraphImporter::add_node(const OrtNode* node, const std::map<std::string, 
   }
   EMBER_RETURN_IF_ERROR(add_subgraphs(node, opsets, n).with_context(n.label() + ": "));
   EMBER_ASSIGN_OR_RETURN(auto inputs, node_inputs(node));
-  for (const OrtValueInfo* in : inputs) {
-    ir::ValueId id = ir::kNoValue;
-    if (in) {
-      EMBER_ASSIGN_OR_RETURN(id, value(in, false));
-    }
-    n.inputs.push_back(id);
-  }
+  EMBER_ASSIGN_OR_RETURN(n.inputs, values(inputs));
   n.num_explicit_inputs = n.inputs.size();
   EMBER_ASSIGN_OR_RETURN(auto implicit, node_implicit_inputs(node));
   for (const OrtValueInfo* in : implicit) {
@@ -209,13 +215,7 @@ Status GraphImporter::add_node(const OrtNode* node, const std::map<std::string, 
     n.inputs.push_back(id);
   }
   EMBER_ASSIGN_OR_RETURN(auto outputs, node_outputs(node));
-  for (const OrtValueInfo* out : outputs) {
-    ir::ValueId id = ir::kNoValue;
-    if (out) {
-      EMBER_ASSIGN_OR_RETURN(id, value(out, false));
-    }
-    n.outputs.push_back(id);
-  }
+  EMBER_ASSIGN_OR_RETURN(n.outputs, values(outputs));
   graph_.nodes.push_back(std::move(n));
   return Status::ok();
 }

@@ -12,6 +12,9 @@
 
 namespace ember::ort_ep {
 
+// The domain as Ember names it: "" for the default ONNX domain, which ORT may call "ai.onnx".
+std::string onnx_domain(const char* domain);
+
 // Domain -> opset version the model imports ("ai.onnx" read as "").
 Result<std::map<std::string, int>> read_opsets(const OrtGraph* graph);
 
@@ -38,6 +41,8 @@ class GraphImporter {
   // The value named by `info` (created with its dtype, and with its rank and
   // known sizes when `with_shape`; symbolic sizes are left unknown).
   Result<ir::ValueId> value(const OrtValueInfo* info, bool with_shape);
+  // value() without shapes for each of a node's inputs or outputs (kNoValue for an omitted one).
+  Result<std::vector<ir::ValueId>> values(const std::vector<const OrtValueInfo*>& infos);
   // Appends the node (op, domain, opset from `opsets` else the schema's
   // since-version, attributes, inputs and outputs). A node with subgraphs (If,
   // Loop, Scan) gets each as a graph attribute, and the values its subgraphs

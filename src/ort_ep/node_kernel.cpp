@@ -67,11 +67,7 @@ OrtStatus* ORT_API_CALL NodeKernel::pre_pack(OrtKernelImpl* self, const OrtValue
 }
 
 OrtStatus* ORT_API_CALL NodeKernel::compute(OrtKernelImpl* self, OrtKernelContext* ctx) noexcept {
-  try {
-    return to_ort(static_cast<NodeKernel*>(self)->node_->compute(ctx));
-  } catch (const std::exception& e) {
-    return to_ort(internal_error("{}", e.what()));
-  }
+  return guarded("", [&] { return static_cast<NodeKernel*>(self)->node_->compute(ctx); });
 }
 
 void ORT_API_CALL NodeKernel::release(OrtKernelImpl* self) noexcept { delete static_cast<NodeKernel*>(self); }
@@ -80,10 +76,10 @@ Result<std::unique_ptr<NodeKernel>> NodeKernel::create(const KernelSource& sourc
   EMBER_ASSIGN_OR_RETURN(std::string op, info_string([&](char* s, size_t* n) {
     return api().KernelInfo_GetOperatorType(info, s, n);
   }, "KernelInfo_GetOperatorType"));
-  EMBER_ASSIGN_OR_RETURN(std::string domain, info_string([&](char* s, size_t* n) {
+  EMBER_ASSIGN_OR_RETURN(std::string ort_domain, info_string([&](char* s, size_t* n) {
     return api().KernelInfo_GetOperatorDomain(info, s, n);
   }, "KernelInfo_GetOperatorDomain"));
-  if (domain == "ai.onnx") domain.clear();
+  const std::string domain = onnx_domain(ort_domain.c_str());
   size_t num_inputs = 0, num_outputs = 0;
   EMBER_ORT(KernelInfo_GetInputCount, info, &num_inputs);
   EMBER_ORT(KernelInfo_GetOutputCount, info, &num_outputs);
@@ -139,15 +135,12 @@ Result<std::unique_ptr<NodeKernel>> NodeKernel::create(const KernelSource& sourc
 }
 
 OrtStatus* ORT_API_CALL create_node_kernel(void* state, const OrtKernelInfo* info, OrtKernelImpl** out) noexcept {
-  try {
-    *out = nullptr;
-    auto kernel = NodeKernel::create(*static_cast<const KernelSource*>(state), info);
-    if (!kernel.is_ok()) return to_ort(kernel.status());
-    *out = std::move(kernel).value().release();
-    return nullptr;
-  } catch (const std::exception& e) {
-    return to_ort(internal_error("creating a kernel: {}", e.what()));
-  }
+  *out = nullptr;
+  return guarded("creating a kernel: ", [&]() -> Status {
+    EMBER_ASSIGN_OR_RETURN(auto kernel, NodeKernel::create(*static_cast<const KernelSource*>(state), info));
+    *out = kernel.release();
+    return Status::ok();
+  });
 }
 
 // One definition: the op at every since-version. ORT matches a definition

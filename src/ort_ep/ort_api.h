@@ -4,6 +4,7 @@
 // src/ort_ep goes through these (the library never links libonnxruntime).
 #include <onnxruntime_c_api.h>
 
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,17 @@ Result<std::vector<T>> ort_list(CountFn OrtApi::*count, GetFn OrtApi::*get, cons
   std::vector<T> items(n);
   if (n) EMBER_RETURN_IF_ERROR(from_ort((api().*get)(obj, items.data(), n), what));
   return items;
+}
+
+// An ORT callback's body (returning Status) as the OrtStatus ORT expects; an
+// exception becomes an internal error whose message starts with `prefix`.
+template <typename F>
+OrtStatus* guarded(const char* prefix, F&& body) noexcept {
+  try {
+    return to_ort(body());
+  } catch (const std::exception& e) {
+    return to_ort(internal_error("{}{}", prefix, e.what()));
+  }
 }
 
 #define EMBER_ORT(fn, ...) EMBER_RETURN_IF_ERROR(::ember::ort_ep::from_ort(::ember::ort_ep::api().fn(__VA_ARGS__), #fn))

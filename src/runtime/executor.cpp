@@ -387,6 +387,7 @@ Executor::Prepared::Prepared(const Executor& executor, std::shared_ptr<PlanEntry
     if (v && v->storage != Storage::kOutput) return;
     out_slot_.push_back(v ? v->output_index : -1);
     step_out_.push_back(nullptr);
+    planned_out_.push_back(v ? &v->tensor : nullptr);
   }
   direct_ = true;
 }
@@ -403,7 +404,7 @@ bool Executor::Prepared::run_direct(std::span<const Tensor* const> inputs, std::
   for (size_t k = 0; k < out_slot_.size(); ++k) {
     if (out_slot_[k] < 0) continue;
     Tensor* out = outputs[static_cast<size_t>(out_slot_[k])];
-    const Tensor& planned = plan.values[static_cast<size_t>(executor_.graph_->outputs[static_cast<size_t>(out_slot_[k])])].tensor;
+    const Tensor& planned = *planned_out_[k];
     if (!out || !out->data() || out->dtype() != planned.dtype() || !(out->shape() == planned.shape()) ||
         overlaps_any(out->data(), out->nbytes(), inputs)) {
       return false;

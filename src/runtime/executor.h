@@ -63,6 +63,7 @@ class Executor : public kernels::SubgraphCompiler {
     std::vector<int32_t> in_slot_, out_slot_;
     std::vector<const Tensor*> step_in_;
     std::vector<Tensor*> step_out_;
+    std::vector<const Tensor*> planned_out_;  // per output slot: its dtype and shape in the plan
   };
 
   // `inputs`: the values fed by the caller, in order (graph inputs, or a
