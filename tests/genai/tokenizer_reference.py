@@ -45,10 +45,13 @@ def main():
     root, corpus_path, out_path = sys.argv[1:4]
     corpus = json.load(open(corpus_path, encoding="utf-8"))
     paths = {name: os.path.join(root, name, "tokenizer.json") for name in sorted(os.listdir(root))}
-    if len(sys.argv) > 4:
+    only = sys.argv[5] if len(sys.argv) > 5 else None
+    # The variant is written only when it is asked for: reading Llama-2's
+    # tokenizer.json for it costs every other case's process a second.
+    if len(sys.argv) > 4 and only in (None, "llama2_metaspace"):
         paths["llama2_metaspace"] = metaspace_variant(root, sys.argv[4])
-    if len(sys.argv) > 5:
-        paths = {sys.argv[5]: paths[sys.argv[5]]}
+    if only:
+        paths = {only: paths[only]}
     result = {}
     for name, path in paths.items():
         if not os.path.isfile(path):

@@ -90,6 +90,8 @@ std::string indent(const std::string& s, const Args& a) {
   return first ? pad + out : out;
 }
 
+Value escape(const Value& v, const Args&) { return v.is_markup() ? v : Value::markup(str::escape_html(v.to_string())); }
+
 Value to_int(const Value& v, const Args& a) {
   const Value fallback = a.get(0, "default") ? *a.get(0, "default") : Value(int64_t{0});
   if (v.is_number()) return Value(v.as_int());
@@ -239,8 +241,8 @@ const std::map<std::string, FilterFn>& filters() {
       {"int", to_int},
       {"float", to_float},
       {"safe", [](const Value& v, const Args&) { return Value::markup(v.to_string()); }},
-      {"escape", [](const Value& v, const Args&) { return v.is_markup() ? v : Value::markup(str::escape_html(v.to_string())); }},
-      {"e", [](const Value& v, const Args&) { return v.is_markup() ? v : Value::markup(str::escape_html(v.to_string())); }},
+      {"escape", escape},
+      {"e", escape},
       {"indent", [](const Value& v, const Args& a) { return Value(indent(v.to_string(), a)); }},
       {"unique", [](const Value& v, const Args& a) {
          const bool case_sensitive = bool_arg(a, 0, "case_sensitive", false);

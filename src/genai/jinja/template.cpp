@@ -385,15 +385,15 @@ class Interpreter {
 // except inside an if statement's tests and branches or a conditional expression
 // (jinja2's "soft" frames), where they fail only if evaluated. A loop, macro, call or
 // block nested in such a branch opens a new frame and is checked again.
-void check_names(const Expr* e, bool soft) {
-  if (!e || soft || e->kind == Expr::Kind::kTernary) return;
+void check_names(const Expr* e) {
+  if (!e || e->kind == Expr::Kind::kTernary) return;
   if (e->kind == Expr::Kind::kFilter && !has_filter(e->name)) {
     throw Error(fmt::format("No filter named '{}'.", e->name), e->line, e->column);
   }
   if (e->kind == Expr::Kind::kTest && !has_test(e->name)) {
     throw Error(fmt::format("No test named '{}'.", e->name), e->line, e->column);
   }
-  for (const ExprPtr& c : e->children) check_names(c.get(), false);
+  for (const ExprPtr& c : e->children) check_names(c.get());
 }
 
 void check_names(const Body& body, bool soft) {
@@ -401,14 +401,11 @@ void check_names(const Body& body, bool soft) {
     // A for loop's iterable and a call block's call are evaluated in the enclosing frame.
     const bool expr_soft = soft && s->kind != Stmt::Kind::kMacro && s->kind != Stmt::Kind::kSetBlock &&
                            s->kind != Stmt::Kind::kFilterBlock;
-    check_names(s->expr.get(), expr_soft);
-    check_names(s->target.get(), false);
-    check_names(s->condition.get(), false);
-    for (const auto& [condition, branch] : s->branches) {
-      check_names(condition.get(), true);
-      check_names(branch, true);
-    }
-    for (const ExprPtr& d : s->defaults) check_names(d.get(), false);
+    if (!expr_soft) check_names(s->expr.get());
+    check_names(s->target.get());
+    check_names(s->condition.get());
+    for (const auto& branch : s->branches) check_names(branch.second, true);
+    for (const ExprPtr& d : s->defaults) check_names(d.get());
     check_names(s->body, false);
     check_names(s->else_body, false);
   }
