@@ -78,12 +78,16 @@ genai::GenerationParams greedy(int n = kNewTokens) {
   return p;
 }
 
-std::unique_ptr<genai::Generator> load(const std::string& dir, int max_length = 128) {
-  genai::GeneratorOptions options;
-  options.max_length = max_length;
+std::unique_ptr<genai::Generator> load(const std::string& dir, const genai::GeneratorOptions& options) {
   auto g = genai::Generator::load(dir, options);
   EXPECT_TRUE(g.is_ok()) << g.status().to_string();
   return g.is_ok() ? std::move(*g) : nullptr;
+}
+
+std::unique_ptr<genai::Generator> load(const std::string& dir, int max_length = 128) {
+  genai::GeneratorOptions options;
+  options.max_length = max_length;
+  return load(dir, options);
 }
 
 void check_greedy(const DecoderFixtureSpec& s, bool expect_shared) {
@@ -121,21 +125,20 @@ void check_batch(const DecoderFixtureSpec& s) {
   genai::GeneratorOptions options;
   options.max_length = 128;
   options.max_batch = 3;
-  auto g = genai::Generator::load(dir, options);
-  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
-  const int vocab = (*g)->config().vocab_size;
+  auto g = load(dir, options);
+  ASSERT_TRUE(g);
+  const int vocab = g->config().vocab_size;
   const std::vector<std::vector<int64_t>> prompts = {prompt_tokens(5, vocab, 4), prompt_tokens(12, vocab, 0),
                                                      prompt_tokens(9, vocab, 5)};
   genai::GenerationParams p = greedy(40);
-  p.max_new_tokens = 40;
-  auto results = (*g)->generate_batch(prompts, p);
+  auto results = g->generate_batch(prompts, p);
   ASSERT_TRUE(results.is_ok()) << results.status().to_string();
   for (size_t r = 0; r < prompts.size(); ++r) {
-    EXPECT_EQ((*results)[r].tokens, ort_greedy(dir, prompts[r], 40, (*g)->config()))
+    EXPECT_EQ((*results)[r].tokens, ort_greedy(dir, prompts[r], 40, g->config()))
         << fixtures::fixture_name(s) << " row " << r;
   }
   // The single-sequence path still works after a batch.
-  auto single = (*g)->generate(prompts[1], greedy(40));
+  auto single = g->generate(prompts[1], greedy(40));
   ASSERT_TRUE(single.is_ok()) << single.status().to_string();
   EXPECT_EQ(single->tokens, (*results)[1].tokens);
 }
@@ -197,12 +200,12 @@ void check_chunked_prefill(const DecoderFixtureSpec& s) {
   genai::GeneratorOptions options;
   options.max_length = 128;
   options.prefill_chunk = 7;
-  auto g = genai::Generator::load(dir, options);
-  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
-  const auto prompt = prompt_tokens(40, (*g)->config().vocab_size, 6);
-  auto result = (*g)->generate(prompt, greedy(24));
+  auto g = load(dir, options);
+  ASSERT_TRUE(g);
+  const auto prompt = prompt_tokens(40, g->config().vocab_size, 6);
+  auto result = g->generate(prompt, greedy(24));
   ASSERT_TRUE(result.is_ok()) << result.status().to_string();
-  EXPECT_EQ(result->tokens, ort_greedy(dir, prompt, 24, (*g)->config()));
+  EXPECT_EQ(result->tokens, ort_greedy(dir, prompt, 24, g->config()));
 }
 
 TEST(Generation, ChunkedPrefillSharedBuffer) { check_chunked_prefill(spec("qwen2", "int4")); }
@@ -285,9 +288,9 @@ TEST(Generation, ThreadsAndSeedReproducible) {
     genai::GeneratorOptions options;
     options.max_length = 128;
     options.num_threads = threads;
-    auto g = genai::Generator::load(dir, options);
-    ASSERT_TRUE(g.is_ok()) << g.status().to_string();
-    auto r = (*g)->generate(prompt, p);
+    auto g = load(dir, options);
+    ASSERT_TRUE(g);
+    auto r = g->generate(prompt, p);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     runs.push_back(r->tokens);
   }
