@@ -211,12 +211,17 @@ Status unregister_ep_library(const std::string& registration_name) {
 
 namespace {
 
-Result<const OrtEpDevice*> find_ep_device(const OrtApi* api, const std::string& ep_name) {
+Result<std::span<const OrtEpDevice* const>> ep_devices(const OrtApi* api) {
   const OrtEpDevice* const* devices = nullptr;
   size_t count = 0;
   EMBER_ORT_CHECK(api, GetEpDevices(runtime().env, &devices, &count));
-  for (size_t i = 0; i < count; ++i) {
-    if (ep_name == api->EpDevice_EpName(devices[i])) return devices[i];
+  return std::span<const OrtEpDevice* const>(devices, count);
+}
+
+Result<const OrtEpDevice*> find_ep_device(const OrtApi* api, const std::string& ep_name) {
+  EMBER_ASSIGN_OR_RETURN(auto devices, ep_devices(api));
+  for (const OrtEpDevice* device : devices) {
+    if (ep_name == api->EpDevice_EpName(device)) return device;
   }
   return Status(StatusCode::kNotFound, fmt::format("no device of execution provider '{}' is registered", ep_name));
 }
@@ -225,11 +230,9 @@ Result<const OrtEpDevice*> find_ep_device(const OrtApi* api, const std::string& 
 
 Result<std::vector<std::string>> ep_device_names() {
   EMBER_ASSIGN_OR_RETURN(const OrtApi* api, api_or_error());
-  const OrtEpDevice* const* devices = nullptr;
-  size_t count = 0;
-  EMBER_ORT_CHECK(api, GetEpDevices(runtime().env, &devices, &count));
+  EMBER_ASSIGN_OR_RETURN(auto devices, ep_devices(api));
   std::vector<std::string> names;
-  for (size_t i = 0; i < count; ++i) names.emplace_back(api->EpDevice_EpName(devices[i]));
+  for (const OrtEpDevice* device : devices) names.emplace_back(api->EpDevice_EpName(device));
   return names;
 }
 
