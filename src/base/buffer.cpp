@@ -7,20 +7,15 @@
 #include <new>
 
 namespace ember {
-namespace {
-
-// Buffers of 2 MiB and more (activations of real models, the arena) are placed
-// on 2 MiB boundaries and offered to transparent huge pages (Debian's default
-// THP mode is `madvise`): streaming kernels then miss the TLB once per 2 MiB
-// instead of once per 4 KiB. Same-shape f32 Add over 1 Mi elements
-// (ember_micro binary/add_vv/avx512/1Mi): 186 us -> 147 us. The cost is up to
-// 2 MiB of rounding per such buffer.
-constexpr size_t kHugePage = size_t{2} << 20;
-
-}  // namespace
 
 void AlignedBuffer::Free::operator()(void* p) const { std::free(p); }
 
+// Buffers of kHugePage and more (activations of real models, the arena) are
+// placed on 2 MiB boundaries and offered to transparent huge pages (Debian's
+// default THP mode is `madvise`): streaming kernels then miss the TLB once per
+// 2 MiB instead of once per 4 KiB. Same-shape f32 Add over 1 Mi elements
+// (ember_micro binary/add_vv/avx512/1Mi): 186 us -> 147 us. The cost is up to
+// 2 MiB of rounding per such buffer.
 void AlignedBuffer::resize(size_t bytes) {
   if (bytes <= capacity_ && data_) {
     size_ = bytes;

@@ -7,6 +7,8 @@
 namespace ember {
 
 inline constexpr size_t kAlignment = 64;
+// Transparent huge page size: large buffers are aligned to it and offered to THP.
+inline constexpr size_t kHugePage = size_t{2} << 20;
 
 inline size_t align_up(size_t n, size_t a = kAlignment) { return (n + a - 1) / a * a; }
 

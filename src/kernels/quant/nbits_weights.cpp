@@ -13,7 +13,6 @@
 namespace ember::kernels::quant {
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
 // Chunks are mapped, not touched: only the used bytes (rounded up to a huge
 // page) become resident, so the size only bounds how often a chunk is mapped.
 constexpr size_t kChunkBytes = size_t{32} << 20;
@@ -21,9 +20,8 @@ constexpr size_t kChunkBytes = size_t{32} << 20;
 struct Chunk {
   uint8_t* begin = nullptr;  // 2 MiB aligned
   size_t size = 0;
-  void* mapping = nullptr;
-  size_t mapping_size = 0;
-  ~Chunk() { munmap(mapping, mapping_size); }
+  void* mapping = nullptr;  // size + kHugePage bytes
+  ~Chunk() { munmap(mapping, size + kHugePage); }
 };
 
 // Anonymous memory is zero, so slices start zeroed. madvise is a hint: where
@@ -34,7 +32,6 @@ std::shared_ptr<Chunk> map_chunk(size_t size) {
   if (m == MAP_FAILED) throw std::bad_alloc();
   auto chunk = std::make_shared<Chunk>();
   chunk->mapping = m;
-  chunk->mapping_size = mapping_size;
   chunk->begin = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(m) + kHugePage - 1) / kHugePage * kHugePage);
   chunk->size = size;
   madvise(chunk->begin, size, MADV_HUGEPAGE);
