@@ -19,12 +19,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "ab_cases.h"
 #include "ab_report.h"
@@ -92,10 +91,8 @@ Result<std::vector<BenchCase>> select_cases(const Args& args) {
 std::string ep_library_path() {
   const char* from_env = std::getenv("EMBER_ORT_EP_LIBRARY");
   if (from_env && *from_env) return from_env;
-  std::string exe(4096, '\0');
-  const ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size());
-  exe.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  return exe.substr(0, exe.find_last_of('/') + 1) + "libember_ort_ep.so";
+  std::error_code ec;
+  return (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "libember_ort_ep.so").string();
 }
 
 int run(const Args& args) {
