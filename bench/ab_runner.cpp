@@ -301,6 +301,33 @@ void finish_times(const CaseModel& model, CaseResult& result) {
   result.null_p50_us /= copies;
 }
 
+// The plain ORT pair for `model` (when it can be made: `with_ort`), and ours'
+// outputs checked against it; false when the case ended in an error (in `result`).
+template <typename Ours>
+bool pair_and_compare(const Ours& ours, const CaseModel& model, int threads, OrtPair& pair, CaseResult& result,
+                      bool& with_ort) {
+  create_ort_pair(model, threads, pair, result);
+  with_ort = result.detail.empty();
+  if (!with_ort) return true;
+  auto agree = compare_outputs(ours, **pair.ort, model);
+  if (!agree.is_ok()) {
+    set_status(result, CaseStatus::kError, agree.status().message());
+    return false;
+  }
+  if (!agree->empty()) set_status(result, CaseStatus::kMismatch, *agree);
+  return true;
+}
+
+// Times `systems` (ours first), with the ORT pair's two sessions added when there is a pair.
+void time_against_ort(std::vector<TimedSystem>& systems, bool with_ort, const CaseModel& model, OrtPair& pair,
+                      int threads, const RunConfig& config, CaseResult& result) {
+  if (with_ort && !add_ort_systems(model, pair, systems, result)) return;
+  if (Status s = time_systems(systems, trial_shape(threads), config, result); !s.is_ok()) {
+    set_status(result, CaseStatus::kError, s.message());
+  }
+  finish_times(model, result);
+}
+
 // Ours: ORT with the Ember EP appended. Ember's threads follow `threads` (the
 // EP option num_threads); ORT's intra-op threads too, as in plain ORT.
 CaseResult run_case_via_ep(const std::string& name, const CaseModel& model, int threads, const RunConfig& config) {
@@ -317,16 +344,8 @@ CaseResult run_case_via_ep(const std::string& name, const CaseModel& model, int 
     return result;
   }
   OrtPair pair;
-  create_ort_pair(model, threads, pair, result);
-  const bool with_ort = result.detail.empty();
-  if (with_ort) {
-    auto agree = compare_outputs(**ours, **pair.ort, model);
-    if (!agree.is_ok()) {
-      set_status(result, CaseStatus::kError, agree.status().message());
-      return result;
-    }
-    if (!agree->empty()) set_status(result, CaseStatus::kMismatch, *agree);
-  }
+  bool with_ort = false;
+  if (!pair_and_compare(**ours, model, threads, pair, result, with_ort)) return result;
   std::vector<Tensor> ours_bound = bound_copies(model);
   auto ours_prepared = prepare_ort(**ours, model, ours_bound);
   if (!ours_prepared.is_ok()) {
@@ -335,11 +354,7 @@ CaseResult run_case_via_ep(const std::string& name, const CaseModel& model, int 
   }
   std::vector<TimedSystem> systems;
   systems.push_back({[&] { return (*ours)->run_prepared(*ours_prepared); }, {}, {}});
-  if (with_ort && !add_ort_systems(model, pair, systems, result)) return result;
-  if (Status s = time_systems(systems, trial_shape(threads), config, result); !s.is_ok()) {
-    set_status(result, CaseStatus::kError, s.message());
-  }
-  finish_times(model, result);
+  time_against_ort(systems, with_ort, model, pair, threads, config, result);
   return result;
 }
 
@@ -358,16 +373,8 @@ CaseResult run_case(const std::string& name, const CaseModel& model, int threads
     return result;
   }
   OrtPair pair;
-  create_ort_pair(model, threads, pair, result);
-  const bool with_ort = result.detail.empty();
-  if (with_ort) {
-    auto agree = compare_outputs(**ember, **pair.ort, model);
-    if (!agree.is_ok()) {
-      set_status(result, CaseStatus::kError, agree.status().message());
-      return result;
-    }
-    if (!agree->empty()) set_status(result, CaseStatus::kMismatch, *agree);
-  }
+  bool with_ort = false;
+  if (!pair_and_compare(**ember, model, threads, pair, result, with_ort)) return result;
 
   std::vector<Tensor> ember_bound = bound_copies(model);
   std::vector<const Tensor*> positional;
@@ -390,11 +397,7 @@ CaseResult run_case(const std::string& name, const CaseModel& model, int threads
   } else {
     systems.push_back({[&] { return (*ember)->run_bound(positional, ember_outputs); }, {}, {}});
   }
-  if (with_ort && !add_ort_systems(model, pair, systems, result)) return result;
-  if (Status s = time_systems(systems, trial_shape(threads), config, result); !s.is_ok()) {
-    set_status(result, CaseStatus::kError, s.message());
-  }
-  finish_times(model, result);
+  time_against_ort(systems, with_ort, model, pair, threads, config, result);
   return result;
 }
 
