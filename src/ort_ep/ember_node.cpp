@@ -51,7 +51,7 @@ Status EmberNode::compute(OrtKernelContext* ctx) {
   return Status::ok();
 }
 
-// Another Run of this session is inside this partition: a runner of its own.
+// Another Run of this session is inside this node: a runner of its own.
 Status EmberNode::compute_with_spare(OrtKernelContext* ctx) {
   std::unique_ptr<Runner> r;
   {

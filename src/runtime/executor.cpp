@@ -340,6 +340,7 @@ Status Executor::check_counts(std::span<const Tensor* const> inputs, size_t num_
 }
 
 Status Executor::run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const {
+  EMBER_RETURN_IF_ERROR(check_counts(inputs, graph_->outputs.size()));  // `outputs` is resized
   return run_impl(inputs, &outputs, {});
 }
 
@@ -442,9 +443,6 @@ Status Executor::Prepared::run_bound(std::span<const Tensor* const> inputs, std:
 
 Status Executor::run_impl(std::span<const Tensor* const> inputs, std::vector<Tensor>* owned,
                           std::span<Tensor* const> bound) const {
-  if (inputs.size() != inputs_.size()) {
-    return invalid_argument("expected {} inputs, got {}", inputs_.size(), inputs.size());
-  }
   EMBER_ASSIGN_OR_RETURN(std::shared_ptr<PlanEntry> entry, find_or_build_plan(inputs));
   std::unique_ptr<RunState> state = acquire_state(*entry);
   Status st = execute(*entry->plan, inputs, owned, bound, *state);
