@@ -19,15 +19,19 @@ const Table& select_table(const std::array<Table, kNumIsas>& tables, Isa isa) {
   return tables[static_cast<int>(isa)];
 }
 
+// A level's filler is code compiled for that level, so it runs only when the CPU
+// has the level; a table above detected_isa() stays a copy of the one below
+// (select_table never hands it out).
 template <class Table>
 std::array<Table, kNumIsas> build_isa_tables(TableFiller<Table> scalar, TableFiller<Table> avx2,
                                              TableFiller<Table> avx512) {
+  const std::array<TableFiller<Table>, kNumIsas> fillers = {scalar, avx2, avx512};
+  const int top = static_cast<int>(detected_isa());
   std::array<Table, kNumIsas> t{};
-  scalar(t[0]);
-  t[1] = t[0];
-  avx2(t[1]);
-  t[2] = t[1];
-  avx512(t[2]);
+  for (int level = 0; level < kNumIsas; ++level) {
+    if (level > 0) t[level] = t[level - 1];
+    if (level <= top) fillers[level](t[level]);
+  }
   return t;
 }
 
