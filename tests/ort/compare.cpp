@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/isa.h"
+
 namespace ember::ortref {
 
 Tolerance default_tolerance(DType dtype) {
@@ -28,6 +30,8 @@ Tolerance default_tolerance(DType dtype) {
   }
 }
 
+bool ort_quantizes_activations_here() { return detected_isa() >= Isa::kAvx2; }
+
 double decoder_logits_tolerance(bool int8_activations, int layers) {
   // f32: summation order, FMA and exp/tanh polynomials differ by a few ulp per op
   // (~1e-7 relative) and compound over the layers and 33 steps of carried KV
@@ -36,6 +40,14 @@ double decoder_logits_tolerance(bool int8_activations, int layers) {
   // Measured: 7e-6 on the 2-layer parity fixtures, 3.2e-5 on 24 layers at
   // Qwen2.5-0.5B's shape.
   if (!int8_activations) return 1e-4;
+  // Where ORT does not quantize (x86 without AVX2: MLAS has no int8 MatMulNBits
+  // kernel there and computes level 4 in f32), only Ember's side carries the int8
+  // rounding of every activation, not only the codes that flip. Measured on the
+  // int4 parity fixtures (1-2 layers) under qemu-x86_64 -cpu Nehalem: 0.06-0.21 x
+  // RMS; 0.5 leaves 2.4x headroom and still catches a window off by one (3.6 x
+  // RMS). Deeper models were not measured this way: 1.0, and the argmax must
+  // still agree. Subtler errors are left to each family's fp32 twin.
+  if (!ort_quantizes_activations_here()) return layers <= 2 ? 0.5 : 1.0;
   // int8 activations (MatMulNBits accuracy_level 4): both runtimes quantize each
   // activation block to int8 and sum exact int32 products, and on identical
   // inputs Ember's MatMulNBits matches ORT's to ~1e-6 x RMS. But quantization is

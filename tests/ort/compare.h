@@ -16,6 +16,11 @@ using ember::Tolerance;
 // the table and the reason for each entry live in compare.cpp.
 Tolerance default_tolerance(DType dtype);
 
+// Whether ORT's MatMulNBits quantizes activations to int8 at accuracy_level 4 on
+// this host: MLAS has int8 kernels from AVX2 up only and computes in f32 below
+// that. Ember quantizes on every host, so its results do not depend on the CPU.
+bool ort_quantizes_activations_here();
+
 // Whole decoder models: the largest |Ember - ORT| over a step's logits, relative
 // to the RMS of ORT's logits, may be at most this; int8_activations for models
 // whose MatMulNBits quantize activations (accuracy_level 4), `layers` deep.

@@ -3,12 +3,17 @@
 // identical token for token, on the shared-buffer GroupQueryAttention path and
 // on the two-buffer path of Concat exports; a follow-up turn that reuses the
 // cached prefix must give what a fresh prefill of the whole conversation gives.
+// int4 fixtures (int8 activations) may part from ORT at a near-tie in ORT's own
+// logits, and only there (expect_ort_greedy).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <iostream>
 
 #include "decoder_fixture.h"
 #include "genai/generator.h"
+#include "compare.h"
 #include "ort_reference.h"
 
 namespace fs = std::filesystem;
@@ -44,17 +49,24 @@ std::vector<int64_t> prompt_tokens(int length, int vocab, int salt) {
   return p;
 }
 
+// ONNX Runtime's greedy choices and, per step, its second choice and the gap
+// between its top two logits, x the RMS of the step's logits.
+struct OrtGreedy {
+  std::vector<int64_t> tokens, second;
+  std::vector<double> gap;
+};
+
 // Greedy generation with ONNX Runtime running the graph's own past P -> present P + S contract.
-std::vector<int64_t> ort_greedy(const std::string& dir, const std::vector<int64_t>& prompt, int steps,
-                                const genai::GenaiConfig& config) {
+OrtGreedy ort_greedy(const std::string& dir, const std::vector<int64_t>& prompt, int steps,
+                     const genai::GenaiConfig& config) {
   auto decoder = fixtures::read_decoder_config(dir);
   EXPECT_TRUE(decoder.is_ok()) << decoder.status().to_string();
   auto ort = ortref::OrtSession::load(dir + "/model.onnx");
   EXPECT_TRUE(ort.is_ok()) << ort.status().to_string();
-  if (!decoder.is_ok() || !ort.is_ok()) return {};
+  OrtGreedy out;
+  if (!decoder.is_ok() || !ort.is_ok()) return out;
   fixtures::DecoderFeeds feeds(*decoder, {prompt});
-  std::vector<int64_t> out;
-  while (static_cast<int>(out.size()) < steps) {
+  while (static_cast<int>(out.tokens.size()) < steps) {
     std::vector<ortref::OrtInput> in;
     for (const auto& i : feeds.inputs()) in.push_back({i.name, i.tensor});
     auto result = (*ort)->run(in);
@@ -62,14 +74,46 @@ std::vector<int64_t> ort_greedy(const std::string& dir, const std::vector<int64_
     if (!result.is_ok()) return out;
     const Tensor& logits = result->front();
     const int64_t s = logits.dim(1), v = logits.dim(2);
-    const float* last = logits.data_as<float>() + (s - 1) * v;
-    const int64_t token = genai::argmax(std::span<const float>(last, static_cast<size_t>(v)));
-    out.push_back(token);
+    std::vector<float> last(logits.data_as<float>() + (s - 1) * v, logits.data_as<float>() + s * v);
+    const int64_t token = genai::argmax(last);
+    double sum_sq = 0;
+    for (float x : last) sum_sq += double{x} * x;
+    const float top = last[static_cast<size_t>(token)];
+    last[static_cast<size_t>(token)] = -INFINITY;
+    const int64_t second = genai::argmax(last);
+    out.tokens.push_back(token);
+    out.second.push_back(second);
+    out.gap.push_back((top - last[static_cast<size_t>(second)]) / std::sqrt(sum_sq / static_cast<double>(v)));
     if (config.is_eos(token)) break;
     std::vector<Tensor> presents(std::make_move_iterator(result->begin() + 1), std::make_move_iterator(result->end()));
     feeds.advance({token}, std::move(presents));
   }
   return out;
+}
+
+// Ember's greedy tokens `got` for `prompt` must be ORT's, up to `steps` new
+// tokens. With int8 activations (int4 fixtures) both runtimes quantize, and
+// inputs a few ulp apart flip codes (decoder_logits_tolerance says how far
+// logits move); where ORT's own top two are closer than twice that, the pick is
+// a coin toss whose side depends on the host's kernels. The sequences may part
+// there, and only there, if Ember took ORT's second choice.
+void expect_ort_greedy(const DecoderFixtureSpec& s, const std::string& dir, const std::vector<int64_t>& prompt,
+                       int steps, const std::vector<int64_t>& got, const genai::GenaiConfig& config,
+                       const std::string& what) {
+  const OrtGreedy ort = ort_greedy(dir, prompt, steps, config);
+  const auto [mine, theirs] = std::mismatch(got.begin(), got.end(), ort.tokens.begin(), ort.tokens.end());
+  if (mine == got.end() && theirs == ort.tokens.end()) return;
+  const size_t k = static_cast<size_t>(mine - got.begin());
+  const bool int8 = s.weights == "int4";
+  const double tie = 2 * ortref::decoder_logits_tolerance(int8, config.decoder.num_hidden_layers);
+  if (int8 && mine != got.end() && theirs != ort.tokens.end() && *mine == ort.second[k] && ort.gap[k] < tie) {
+    std::cout << what << ": " << k << " tokens identical, then a near-tie in ORT (top two " << ort.gap[k]
+              << " x RMS apart, under " << tie << "); Ember took the second\n";
+    return;
+  }
+  ADD_FAILURE() << what << ": first difference with ONNX Runtime at new token " << k << " of " << got.size() << " / "
+                << ort.tokens.size() << (k < ort.gap.size() ? " (ORT's top two " + std::to_string(ort.gap[k]) +
+                                                                   " x RMS apart)" : std::string());
 }
 
 genai::GenerationParams greedy(int n = kNewTokens) {
@@ -99,11 +143,8 @@ void check_greedy(const DecoderFixtureSpec& s, bool expect_shared) {
   const auto prompt = prompt_tokens(12, g->config().vocab_size, 0);
   auto result = g->generate(prompt, greedy());
   ASSERT_TRUE(result.is_ok()) << result.status().to_string();
-  const auto expected = ort_greedy(dir, prompt, kNewTokens, g->config());
-  const auto diverge = std::mismatch(result->tokens.begin(), result->tokens.end(), expected.begin(), expected.end());
-  EXPECT_EQ(result->tokens, expected) << fixtures::fixture_name(s) << ": first difference at new token "
-                                      << diverge.first - result->tokens.begin();
-  EXPECT_EQ(result->stats.generated_tokens, static_cast<int64_t>(expected.size()));
+  expect_ort_greedy(s, dir, prompt, kNewTokens, result->tokens, g->config(), fixtures::fixture_name(s));
+  EXPECT_EQ(result->stats.generated_tokens, static_cast<int64_t>(result->tokens.size()));
   EXPECT_GT(result->stats.decode_tokens_per_s(), 0.0);
 }
 
@@ -134,8 +175,8 @@ void check_batch(const DecoderFixtureSpec& s) {
   auto results = g->generate_batch(prompts, p);
   ASSERT_TRUE(results.is_ok()) << results.status().to_string();
   for (size_t r = 0; r < prompts.size(); ++r) {
-    EXPECT_EQ((*results)[r].tokens, ort_greedy(dir, prompts[r], 40, g->config()))
-        << fixtures::fixture_name(s) << " row " << r;
+    expect_ort_greedy(s, dir, prompts[r], 40, (*results)[r].tokens, g->config(),
+                      fixtures::fixture_name(s) + " row " + std::to_string(r));
   }
   // The single-sequence path still works after a batch.
   auto single = g->generate(prompts[1], greedy(40));
@@ -181,7 +222,7 @@ void check_follow_up(const DecoderFixtureSpec& s) {
   ASSERT_TRUE(reference.is_ok()) << reference.status().to_string();
   EXPECT_EQ(reference->stats.reused_tokens, 0);
   EXPECT_EQ(second->tokens, reference->tokens);
-  EXPECT_EQ(second->tokens, ort_greedy(dir, conversation, 30, chat->config()));
+  expect_ort_greedy(s, dir, conversation, 30, second->tokens, chat->config(), "turn 2");
 
   // A conversation that diverges inside the cached part (an edited turn) keeps only the common prefix.
   std::vector<int64_t> edited(conversation.begin(), conversation.begin() + 5);
@@ -189,7 +230,7 @@ void check_follow_up(const DecoderFixtureSpec& s) {
   auto third = chat->generate(edited, greedy(10));
   ASSERT_TRUE(third.is_ok()) << third.status().to_string();
   EXPECT_EQ(third->stats.reused_tokens, 5);
-  EXPECT_EQ(third->tokens, ort_greedy(dir, edited, 10, chat->config()));
+  expect_ort_greedy(s, dir, edited, 10, third->tokens, chat->config(), "edited turn");
 }
 
 // A 40-token prompt prefilled 7 tokens per run (the last chunk shorter) must
@@ -205,7 +246,7 @@ void check_chunked_prefill(const DecoderFixtureSpec& s) {
   const auto prompt = prompt_tokens(40, g->config().vocab_size, 6);
   auto result = g->generate(prompt, greedy(24));
   ASSERT_TRUE(result.is_ok()) << result.status().to_string();
-  EXPECT_EQ(result->tokens, ort_greedy(dir, prompt, 24, g->config()));
+  expect_ort_greedy(s, dir, prompt, 24, result->tokens, g->config(), fixtures::fixture_name(s) + " chunked");
 }
 
 TEST(Generation, ChunkedPrefillSharedBuffer) { check_chunked_prefill(spec("qwen2", "int4")); }

@@ -121,8 +121,14 @@ double rms(const Tensor& t) {
 //   tolerance. (The int8 quantization itself moves outputs by ~0.4% of rms(Y):
 //   a different rounding of A would fail this by far.) With float zero points
 //   ORT computes in f32 at level 4 too, and so does Ember.
+// - level 4 on a host where ORT computes it in f32 (x86 without AVX2,
+//   ortref::ort_quantizes_activations_here): Ember's int8 rounding of A shows
+//   whole, ~0.4% of rms(Y); atol 2e-2 * rms(Y). The int8 path itself is held bit
+//   for bit to its reference by the unit tests (matmul_nbits_test.cpp).
 Tolerance tolerance_for(const Param& p, const Tensor& want) {
   const double scale = rms(want);
+  const bool int8 = p.accuracy_level == 4 && p.zp != Zp::kFloat;
+  if (int8 && !ort_quantizes_activations_here()) return {1e-5, 2e-2 * scale};
   if (p.accuracy_level == 4) return {1e-5, 5e-5 * scale};
   if (p.dtype == DType::kF16) return {2e-3, 2e-3 * scale};
   return {1e-5, 5e-5 * scale};
