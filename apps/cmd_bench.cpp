@@ -101,7 +101,7 @@ struct Memory {
 void print_markdown(const BenchArgs& args, const genai::Generator& g, const std::vector<Test>& tests, int threads,
                     const std::string& commit, const Memory& m) {
   fmt::print("CPU: {} ({} physical cores), ISA {}, commit {}\n\n", cpu_features().brand, cpu_topology().physical_cores,
-             isa_name(active_isa()), commit);
+             isa_description(), commit);
   fmt::print("| model | type | layers | threads | KV cache | test | t/s |\n");
   fmt::print("| --- | --- | ---: | ---: | --- | ---: | ---: |\n");
   const std::string model = std::filesystem::path(args.model.model_dir).filename().string();
@@ -122,7 +122,7 @@ void print_json(const BenchArgs& args, const genai::Generator& g, const std::vec
                         {"layers", g.config().decoder.num_hidden_layers},
                         {"cpu", cpu_features().brand},
                         {"physical_cores", cpu_topology().physical_cores},
-                        {"isa", std::string(isa_name(active_isa()))},
+                        {"isa", isa_description()},
                         {"commit", commit},
                         {"threads", threads},
                         {"kv_cache", g.shares_kv_buffer() ? "shared" : "two buffers"},

@@ -141,7 +141,7 @@ std::string csv_field(const std::string& s) {
 // Run metadata as leading "# key: value" lines (pandas: read_csv(comment='#')).
 std::string csv(const RunHeader& h, const std::vector<CaseResult>& results) {
   std::string out = fmt::format("# commit: {}\n# cpu: {}\n# isa: {}\n# onnxruntime: {}\n# date: {}\n",
-                                csv_field(h.commit), csv_field(h.cpu), h.isa, h.ort_version, h.date);
+                                csv_field(h.commit), csv_field(h.cpu), csv_field(h.isa), h.ort_version, h.date);
   out += "case,threads,status,ours_p50_us,ort_p50_us,ort_null_p50_us,ratio_p50,ratio_min,ratio_max,"
          "null_p50,null_min,null_max,iters,rounds,detail\n";
   auto num = [](bool valid, double v) { return valid ? fmt::format("{:.6g}", v) : std::string(); };
@@ -162,7 +162,7 @@ RunHeader collect_header(const std::vector<int>& threads, const RunConfig& confi
   const std::string& brand = cpu_features().brand;
   return {git_commit(),
           brand.empty() ? "unknown" : brand,
-          std::string(isa_name(active_isa())),
+          isa_description(),
           version.is_ok() ? *version : "unavailable (" + version.status().message() + ")",
           utc_now(),
           threads,

@@ -61,6 +61,12 @@ Isa active_isa() {
   return isa;
 }
 
+std::string isa_description() {
+  std::string out(isa_name(active_isa()));
+  if (active_isa() != detected_isa()) out += " (EMBER_ISA; the CPU has " + std::string(isa_name(detected_isa())) + ")";
+  return out;
+}
+
 std::vector<Isa> available_isas() {
   std::vector<Isa> out;
   for (int i = 0; i <= static_cast<int>(active_isa()); ++i) out.push_back(static_cast<Isa>(i));

@@ -4,6 +4,7 @@
 // for anything it does not specialize, down to the scalar path that is always
 // present.
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -27,6 +28,9 @@ Isa detected_isa();
 // The level kernels use: detected_isa(), lowered by EMBER_ISA=scalar|avx2|avx512
 // (read once; asking for more than the CPU has is an error printed once and ignored).
 Isa active_isa();
+// active_isa()'s name, and the CPU's best level when EMBER_ISA lowered it
+// ("avx2 (EMBER_ISA; the CPU has avx512)"): what benchmark reports print.
+std::string isa_description();
 // kScalar .. active_isa(): the levels tests cover.
 std::vector<Isa> available_isas();
 
