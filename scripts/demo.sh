@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The README's first command: set up, build, and run Ember's main job on the
-# embedded default model (models/default: a small decoder trained on fortune
+# The README's first command: install the build's Debian packages, build the
+# `ember` command line alone (no tests, no ONNX Runtime), and run Ember's main job
+# on the embedded default model (models/default: a small decoder trained on fortune
 # cookies by tools/train_default_model.py): generate text from a few prompts,
 # then measure prompt-processing and generation speed.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$root/scripts/build.sh"
+bash "$root/scripts/build.sh" --cli-only
 ember="${EMBER_BUILD_DIR:-$root/build}/ember"
 model="$root/models/default"
 for prompt in "The computer" "Love is" "A wise man"; do

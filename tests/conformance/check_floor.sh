@@ -2,15 +2,16 @@
 # Runs `ember test-onnx` on one libonnx-testdata folder. Fails if fewer cases pass
 # than the folder's floor in floors.txt, or if a case FAILs that is not listed,
 # with its reason, in known_failures.txt.
-# Usage: check_floor.sh EMBER_BINARY FOLDER_NAME
+# Usage: check_floor.sh FOLDER_NAME EMBER_COMMAND...
+# (EMBER_COMMAND: the binary, or e.g. `qemu-x86_64 -cpu Nehalem build/ember`)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-ember="$1"
-name="$2"
+name="$1"
+shift
 data="/usr/share/libonnx-testdata/data/$name"
 floor=$(awk -v n="$name" '$1 == n {print $2}' "$here/floors.txt")
 [ -n "$floor" ] || { echo "no floor for $name in floors.txt"; exit 1; }
-out=$("$ember" test-onnx "$data" || true)
+out=$("$@" test-onnx "$data" || true)
 summary=$(printf '%s\n' "$out" | tail -n 1)
 passed=$(printf '%s\n' "$summary" | awk '{print $1}')
 echo "$name: $summary (floor $floor)"
