@@ -29,8 +29,7 @@ function rank(l) { return l == "baseline" ? 0 : l == "avx2" ? 1 : l == "avx512" 
 # 1. Above-baseline instructions in baseline objects (objdump -d, AT&T syntax).
 breaches=$(objdump -d --no-show-raw-insn -w "$@" | awk "$level_awk"'
   /^In archive / { next }
-  /file format elf/ { obj = $1; sub(/:$/, "", obj); n = split(obj, parts, /[(]/); obj = parts[n]; sub(/[)]$/, "", obj)
-                      base = level(obj) == "baseline"; next }
+  /file format elf/ { obj = $1; sub(/:$/, "", obj); base = level(obj) == "baseline"; next }
   /^[0-9a-f]+ <.*>:$/ { fn = $0; sub(/^[0-9a-f]+ </, "", fn); sub(/>:$/, "", fn); next }
   !base || !/^ +[0-9a-f]+:\t/ { next }
   {
@@ -48,11 +47,9 @@ symbols=$(nm -A --defined-only "$@" 2>/dev/null | awk 'NF >= 3 { n = split($1, p
           nm -A --undefined-only "$@" 2>/dev/null | awk 'NF >= 2 { n = split($1, p, ":"); obj = p[n - 1]; print obj, "U", $NF }')
 
 # 2. Static initializers in ISA objects.
-for file in "$@"; do
-  breaches+=$(objdump -h -w "$file" | awk "$level_awk"'
-    /file format elf/ { obj = $1; sub(/:$/, "", obj); n = split(obj, parts, /[(]/); obj = parts[n]; sub(/[)]$/, "", obj); next }
-    level(obj) != "baseline" && ($2 ~ /^\.(init_array|ctors)/) { print "\nISA object " obj " has a static initializer (" $2 ")" }')
-done
+breaches+=$(objdump -h -w "$@" | awk "$level_awk"'
+  /file format elf/ { obj = $1; sub(/:$/, "", obj); next }
+  level(obj) != "baseline" && $2 ~ /^\.(init_array|ctors)/ { print "\nISA object " obj " has a static initializer (" $2 ")" }')
 
 # 3 and 4, over the symbol table (names demangled for the messages only).
 breaches+=$(printf '%s\n' "$symbols" | awk "$level_awk"'
@@ -66,7 +63,7 @@ breaches+=$(printf '%s\n' "$symbols" | awk "$level_awk"'
       n = split(substr(users[s], 2), us, " ")
       for (i = 1; i <= n; i++) {
         from = level(us[i])
-        if (from == to || (from != "baseline" && rank(from) > rank(to) && to != "avx512vnni" && to != "avx512bf16")) continue
+        if (from == to || rank(from) > rank(to)) continue
         if (from == "baseline" && s ~ /fill_[a-z0-9_]+_avx(2|512[a-z0-9]*)/) continue
         print "\n" us[i] " (" from ") calls into " owner[s] " (" to "): " s
       }
