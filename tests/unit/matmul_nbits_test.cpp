@@ -661,8 +661,58 @@ TEST(MatMulNBitsPacked, MicrokernelPropagatesNanAndInf) {
 
 // accuracy_level 4 microkernels: the quantizer and the int8 x 4-bit kernel of
 // every ISA give the bits of the reference loop nbits_dot_q8_ref over the file
-// layout (same integer sums, same float operations in the same order), for
-// row counts around the 4-row register block and column tails.
+// layout (same integer sums, same float operations in the same order).
+void check_int8_microkernels(const Case& c, const Quantized& q) {
+  const int64_t rows = c.a_lead[0], k = c.k, n = c.n;
+  const quant::NBitsWeights w = weights_of(c, q);
+  const quant::NBitsPacked packed = quant::nbits_pack_q4(w);
+  const quant::NBitsPackedGeometry& g = packed.geometry;
+  const int64_t padded = g.k_blocks * g.block_size;
+  std::vector<float> a(q.a.begin(), q.a.end()), bias(q.bias.begin(), q.bias.end());
+  std::vector<int8_t> q_ref(rows * padded);
+  std::vector<float> s_ref(rows * g.k_blocks);
+  std::vector<int32_t> sum_ref(rows * g.k_blocks);
+  quant::nbits_table(Isa::kScalar).quantize_rows_q8(a.data(), k, rows, g, q_ref.data(), s_ref.data(), sum_ref.data());
+  std::vector<float> want(rows * n);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < n; ++j) want[r * n + j] = c.bias ? bias[j] : 0.0f;
+    quant::nbits_dot_q8_ref(w, q_ref.data() + r * padded, s_ref.data() + r * g.k_blocks,
+                            sum_ref.data() + r * g.k_blocks, 0, n, want.data() + r * n);
+  }
+  for (Isa isa : available_isas()) {
+    SCOPED_TRACE(testing::Message() << isa_name(isa) << " K=" << k << " N=" << n << " block=" << c.block
+                                    << " rows=" << rows << " zp=" << static_cast<int>(c.zp));
+    const quant::NBitsTable& t = quant::nbits_table(isa);
+    std::vector<int8_t> qa(rows * padded, 99);
+    std::vector<float> sa(rows * g.k_blocks);
+    std::vector<int32_t> suma(rows * g.k_blocks);
+    t.quantize_rows_q8(a.data(), k, rows, g, qa.data(), sa.data(), suma.data());
+    ASSERT_EQ(qa, q_ref);
+    ASSERT_EQ(std::memcmp(sa.data(), s_ref.data(), sa.size() * sizeof(float)), 0);
+    ASSERT_EQ(suma, sum_ref);
+    // y with a row stride past N and a sentinel after each row.
+    std::vector<float> y(rows * (n + 1), -7.0f);
+    t.q8_q4_gemm({qa.data(), sa.data(), suma.data()}, rows, static_cast<const uint8_t*>(packed.bytes.data()), g, n,
+                 c.bias ? bias.data() : nullptr, y.data(), n + 1);
+    for (int64_t r = 0; r < rows; ++r) {
+      ASSERT_EQ(std::memcmp(y.data() + r * (n + 1), want.data() + r * n, n * sizeof(float)), 0) << "row " << r;
+      ASSERT_EQ(y[r * (n + 1) + n], -7.0f);
+    }
+  }
+}
+
+Case int8_case(Zp zp, int64_t block, int64_t k, int64_t n, int64_t rows) {
+  Case c;
+  c.zp = zp;
+  c.block = block;
+  c.k = k;
+  c.n = n;
+  c.a_lead = {rows};
+  c.bias = (n & 1) != 0;
+  return c;
+}
+
+// Row counts around the 4-row register block and column tails.
 TEST(MatMulNBitsPacked, Int8MicrokernelsEveryIsaBitExact) {
   uint32_t seed = 40;
   for (Zp zp : {Zp::kAbsent, Zp::kPacked, Zp::kFloat}) {
@@ -670,53 +720,30 @@ TEST(MatMulNBitsPacked, Int8MicrokernelsEveryIsaBitExact) {
       for (int64_t k : {16, 17, 33, 200, 1000}) {
         for (int64_t n : {1, 15, 16, 17, 64, 65, 129}) {
           for (int64_t rows : {1, 3, 4, 5, 9}) {
-            Case c;
-            c.zp = zp;
-            c.block = block;
-            c.k = k;
-            c.n = n;
-            c.a_lead = {rows};
-            c.bias = (n & 1) != 0;
-            Quantized q = quantize(c, ++seed);
-            const quant::NBitsWeights w = weights_of(c, q);
-            const quant::NBitsPacked packed = quant::nbits_pack_q4(w);
-            const quant::NBitsPackedGeometry& g = packed.geometry;
-            const int64_t padded = g.k_blocks * g.block_size;
-            std::vector<float> a(q.a.begin(), q.a.end()), bias(q.bias.begin(), q.bias.end());
-            std::vector<int8_t> q_ref(rows * padded);
-            std::vector<float> s_ref(rows * g.k_blocks);
-            std::vector<int32_t> sum_ref(rows * g.k_blocks);
-            quant::nbits_table(Isa::kScalar)
-                .quantize_rows_q8(a.data(), k, rows, g, q_ref.data(), s_ref.data(), sum_ref.data());
-            std::vector<float> want(rows * n);
-            for (int64_t r = 0; r < rows; ++r) {
-              for (int64_t j = 0; j < n; ++j) want[r * n + j] = c.bias ? bias[j] : 0.0f;
-              quant::nbits_dot_q8_ref(w, q_ref.data() + r * padded, s_ref.data() + r * g.k_blocks,
-                                      sum_ref.data() + r * g.k_blocks, 0, n, want.data() + r * n);
-            }
-            for (Isa isa : available_isas()) {
-              SCOPED_TRACE(testing::Message() << isa_name(isa) << " K=" << k << " N=" << n << " block=" << block
-                                              << " rows=" << rows << " zp=" << static_cast<int>(zp));
-              const quant::NBitsTable& t = quant::nbits_table(isa);
-              std::vector<int8_t> qa(rows * padded, 99);
-              std::vector<float> sa(rows * g.k_blocks);
-              std::vector<int32_t> suma(rows * g.k_blocks);
-              t.quantize_rows_q8(a.data(), k, rows, g, qa.data(), sa.data(), suma.data());
-              ASSERT_EQ(qa, q_ref);
-              ASSERT_EQ(std::memcmp(sa.data(), s_ref.data(), sa.size() * sizeof(float)), 0);
-              ASSERT_EQ(suma, sum_ref);
-              // y with a row stride past N and a sentinel after each row.
-              std::vector<float> y(rows * (n + 1), -7.0f);
-              t.q8_q4_gemm({qa.data(), sa.data(), suma.data()}, rows, static_cast<const uint8_t*>(packed.bytes.data()),
-                           g, n, c.bias ? bias.data() : nullptr, y.data(), n + 1);
-              for (int64_t r = 0; r < rows; ++r) {
-                ASSERT_EQ(std::memcmp(y.data() + r * (n + 1), want.data() + r * n, n * sizeof(float)), 0)
-                    << "row " << r;
-                ASSERT_EQ(y[r * (n + 1) + n], -7.0f);
-              }
-            }
+            const Case c = int8_case(zp, block, k, n, rows);
+            check_int8_microkernels(c, quantize(c, ++seed));
           }
         }
+      }
+    }
+  }
+}
+
+// The largest integer sums: every code 15 and every activation equal (all int8
+// codes 127), so each octet's products reach their bound (kernels that sum in
+// int16 before widening must widen in time).
+TEST(MatMulNBitsPacked, Int8MicrokernelsLargestSumsBitExact) {
+  uint32_t seed = 90;
+  for (int64_t block : {16, 32, 64, 256}) {
+    for (int64_t k : {256, 1000}) {
+      for (int64_t rows : {1, 5}) {
+        const Case c = int8_case(Zp::kPacked, block, k, 17, rows);
+        Quantized q = quantize(c, ++seed);
+        std::fill(q.a.begin(), q.a.end(), 0.75);
+        for (int64_t i = 0; i < q.a_t.numel(); ++i) q.a_t.data_as<float>()[i] = 0.75f;
+        std::fill(q.codes.begin(), q.codes.end(), 15);
+        std::fill(q.b_t.data_as<uint8_t>(), q.b_t.data_as<uint8_t>() + q.b_t.numel(), uint8_t{0xFF});
+        check_int8_microkernels(c, q);
       }
     }
   }

@@ -25,6 +25,9 @@ namespace ember::kernels::quant {
 inline constexpr int64_t kNBitsTileCols = 16;
 inline constexpr int64_t kNBitsOctetK = 8;         // k-steps of one 64-byte code octet
 inline constexpr int64_t kNBitsDefaultZeroPoint = 8;
+// How far ahead of the block being summed the int8 decode kernels prefetch the
+// packed weights (measured in nbits_ukernels_avx2.cpp / _avx512vnni.cpp).
+inline constexpr int64_t kNBitsPrefetchBytes = 4096;
 // The largest block_size the packed path takes: the f32 kernels keep one block
 // of A (and a panel of that depth) on the stack.
 inline constexpr int64_t kNBitsMaxPackedBlock = 256;
