@@ -205,17 +205,102 @@ void q8_q4_row_tile(const int8_t* q, const float* a_scales, const int32_t* a_sum
   _mm256_maskstore_ps(y + 8, m1, out[1]);
 }
 
+// R rows (prefill), one tile: each decoded octet feeds R rows, one ymm half of
+// the tile at a time so that R = 4 rows' accumulators, int16 pairs and outputs
+// fit the 16 ymm registers (the second half reads the tile again, from cache).
+// The same integer sums and float operations per row as q8_q4_row_tile.
+// pp512 of the Qwen2.5-0.5B-shaped int4 folder, EMBER_ISA=avx2 on an AVX-512
+// Xeon: 89 -> 142 tokens/s at one thread, 148 -> 217 at two (one row at a time
+// before).
+template <int64_t kOctets, int R>
+void q8_q4_rows_tile(const NBitsQ8Rows& a, const uint8_t* tile, const NBitsPackedGeometry& g, int64_t cols, float* y,
+                     int64_t ldy) {
+  constexpr int64_t kOctetsPerWiden = 4;
+  const int64_t octets = kOctets > 0 ? kOctets : g.block_size / kNBitsOctetK;
+  const int64_t code_bytes = octets * 64, padded = g.k_blocks * g.block_size;
+  const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i mask = lane_mask(cols - 8 * h);
+    __m256 out[R];
+    for (int r = 0; r < R; ++r) out[r] = _mm256_maskload_ps(y + r * ldy + 8 * h, mask);
+    for (int64_t b = 0; b < g.k_blocks; ++b) {
+      const uint8_t* base = tile + b * g.block_bytes;
+      __m256i acc[R];
+      for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_si256();
+      for (int64_t o0 = 0; o0 < octets; o0 += kOctetsPerWiden) {
+        __m256i pairs[R];
+        for (int r = 0; r < R; ++r) pairs[r] = _mm256_setzero_si256();
+        for (int64_t o = o0; o < o0 + kOctetsPerWiden && o < octets; ++o) {
+          const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + o * 64 + h * 32));
+          const __m256i lo = _mm256_and_si256(x, low_nibbles);
+          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low_nibbles);
+          for (int r = 0; r < R; ++r) {
+            const int8_t* qo = a.q + r * padded + b * g.block_size + o * kNBitsOctetK;
+            pairs[r] = _mm256_add_epi16(pairs[r], _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast_4_bytes(qo)),
+                                                                   _mm256_maddubs_epi16(hi, broadcast_4_bytes(qo + 4))));
+          }
+        }
+        for (int r = 0; r < R; ++r) acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(pairs[r], ones));
+      }
+      const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(base + code_bytes) + 8 * h);
+      const __m256 zp = load_zero_points(base + code_bytes + 64, g.zero_points, h);
+      for (int r = 0; r < R; ++r) {
+        const __m256 s = _mm256_set1_ps(static_cast<float>(a.sums[r * g.k_blocks + b]));
+        const __m256 centered = _mm256_fnmadd_ps(zp, s, _mm256_cvtepi32_ps(acc[r]));
+        out[r] = _mm256_fmadd_ps(centered, _mm256_mul_ps(_mm256_set1_ps(a.scales[r * g.k_blocks + b]), scale), out[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) _mm256_maskstore_ps(y + r * ldy + 8 * h, mask, out[r]);
+  }
+}
+
+template <int64_t kOctets, int R>
+void q8_q4_rows(const NBitsQ8Rows& a, const uint8_t* tiles, const NBitsPackedGeometry& g, int64_t cols, float* y,
+                int64_t ldy) {
+  for (int64_t col = 0; col < cols; col += 16) {
+    const uint8_t* tile = tiles + col / 16 * g.tile_bytes;
+    if constexpr (R == 1) {
+      q8_q4_row_tile<kOctets>(a.q, a.scales, a.sums, tile, g, cols - col, y + col);
+    } else {
+      q8_q4_rows_tile<kOctets, R>(a, tile, g, cols - col, y + col, ldy);
+    }
+  }
+}
+
+template <int64_t kOctets>
+void q8_q4_gemm_octets(const NBitsQ8Rows& a, int64_t rows, const uint8_t* tiles, const NBitsPackedGeometry& g,
+                       int64_t cols, float* y, int64_t ldy) {
+  const int64_t padded = g.k_blocks * g.block_size;
+  for (int64_t r = 0; r < rows; r += 4) {
+    const NBitsQ8Rows at{a.q + r * padded, a.scales + r * g.k_blocks, a.sums + r * g.k_blocks};
+    float* yr = y + r * ldy;
+    switch (rows - r < 4 ? rows - r : 4) {
+      case 4:
+        q8_q4_rows<kOctets, 4>(at, tiles, g, cols, yr, ldy);
+        break;
+      case 3:
+        q8_q4_rows<kOctets, 3>(at, tiles, g, cols, yr, ldy);
+        break;
+      case 2:
+        q8_q4_rows<kOctets, 2>(at, tiles, g, cols, yr, ldy);
+        break;
+      default:
+        q8_q4_rows<kOctets, 1>(at, tiles, g, cols, yr, ldy);
+        break;
+    }
+  }
+}
+
 void q8_q4_gemm_avx2(const NBitsQ8Rows& a, int64_t rows, const uint8_t* tiles, const NBitsPackedGeometry& g,
                      int64_t cols, const float* bias, float* y, int64_t ldy) {
-  const int64_t padded = g.k_blocks * g.block_size;
-  const auto row_tile = g.block_size == 4 * kNBitsOctetK ? q8_q4_row_tile<4> : q8_q4_row_tile<0>;
   for (int64_t r = 0; r < rows; ++r) {
-    float* yr = y + r * ldy;
-    for (int64_t col = 0; col < cols; col += 16) {
-      for (int64_t j = col; j < col + 16 && j < cols; ++j) yr[j] = bias ? bias[j] : 0.0f;
-      row_tile(a.q + r * padded, a.scales + r * g.k_blocks, a.sums + r * g.k_blocks, tiles + col / 16 * g.tile_bytes,
-               g, cols - col, yr + col);
-    }
+    for (int64_t j = 0; j < cols; ++j) y[r * ldy + j] = bias ? bias[j] : 0.0f;
+  }
+  if (g.block_size == 4 * kNBitsOctetK) {
+    q8_q4_gemm_octets<4>(a, rows, tiles, g, cols, y, ldy);
+  } else {
+    q8_q4_gemm_octets<0>(a, rows, tiles, g, cols, y, ldy);
   }
 }
 
