@@ -152,11 +152,13 @@ __m256i broadcast_4_bytes(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// One row, one tile: vpmaddubsw of codes (0..15) and int8 activations (|q| <=
-// 127) makes int16 pairs of at most 2 * 15 * 127, the low and high nibble pairs
-// add to at most 7620, and four octets of those to at most 30480, still inside
-// int16: vpmaddwd by ones widens to int32 once per four octets instead of once
-// per octet. kOctets > 0 fixes the octets per block at compile time (block 32,
+// vpmaddubsw of codes (0..15) and int8 activations (|q| <= 127) makes int16
+// pairs of at most 2 * 15 * 127, the low and high nibble pairs add to at most
+// 7620, and four octets of those to at most 30480, still inside int16: vpmaddwd
+// by ones widens to int32 once per four octets instead of once per octet.
+constexpr int64_t kOctetsPerWiden = 4;
+
+// One row, one tile (decode), both ymm halves in one pass. kOctets > 0 fixes the octets per block at compile time (block 32,
 // the model builder's default: 4). Both: in cache 114 -> 108 us at 896 x 4864,
 // one thread (EMBER_ISA=avx2 on an AVX-512 Xeon). Each block prefetches the
 // bytes 4 KiB ahead (kNBitsPrefetchBytes): cold 330 -> 227 us there, where the
@@ -164,7 +166,6 @@ __m256i broadcast_4_bytes(const int8_t* p) {
 template <int64_t kOctets>
 void q8_q4_row_tile(const int8_t* q, const float* a_scales, const int32_t* a_sums, const uint8_t* tile,
                     const NBitsPackedGeometry& g, int64_t cols, float* y) {
-  constexpr int64_t kOctetsPerWiden = 4;
   const int64_t octets = kOctets > 0 ? kOctets : g.block_size / kNBitsOctetK;
   const int64_t code_bytes = octets * 64;
   const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
@@ -215,7 +216,6 @@ void q8_q4_row_tile(const int8_t* q, const float* a_scales, const int32_t* a_sum
 template <int64_t kOctets, int R>
 void q8_q4_rows_tile(const NBitsQ8Rows& a, const uint8_t* tile, const NBitsPackedGeometry& g, int64_t cols, float* y,
                      int64_t ldy) {
-  constexpr int64_t kOctetsPerWiden = 4;
   const int64_t octets = kOctets > 0 ? kOctets : g.block_size / kNBitsOctetK;
   const int64_t code_bytes = octets * 64, padded = g.k_blocks * g.block_size;
   const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
