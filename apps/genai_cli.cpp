@@ -34,6 +34,9 @@ Result<std::unique_ptr<genai::Generator>> load_generator(const ModelArgs& args, 
   }
   auto generator = genai::Generator::load(args.model_dir, options);
   if (terminal) fmt::print(stderr, "\r\x1b[2K");
+  if (generator.is_ok()) {
+    for (const std::string& warning : (*generator)->config().warnings) fmt::print(stderr, "warning: {}\n", warning);
+  }
   return generator;
 }
 

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -13,17 +15,20 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Decoder-only text models of onnxruntime-genai's model builder: one decoder
-// taking input_ids, attention_mask (and position_ids) with a per-layer KV cache.
-constexpr std::array<std::string_view, 21> kDecoderTypes = {
-    "chatglm", "gemma",    "gemma2", "gemma3_text", "gpt2",   "granite", "llama",
-    "mistral", "nemotron", "olmo",   "phi",         "phi3",   "phi3small", "phimoe",
-    "qwen2",   "qwen3",    "smollm3", "ernie4_5",   "gptoss", "deepseek", "internlm2"};
-// Types onnxruntime-genai knows that need more than one decoder (vision,
-// speech, encoder-decoder): recognized so the error can say so.
-constexpr std::array<std::string_view, 10> kMultiModelTypes = {
-    "phi3v", "phi4mm", "whisper", "gemma3", "qwen2_5_vl", "marian-ssru", "decoder-pipeline", "mllama", "llava",
-    "fara"};
+// Decoder-only text models of onnxruntime-genai (ModelType::IsLLM in its
+// src/models/model_type.h): one decoder taking input_ids, attention_mask (and
+// position_ids) with a per-layer KV cache.
+constexpr std::array<std::string_view, 28> kDecoderTypes = {
+    "chatglm", "decoder",    "ernie4_5", "gemma",   "gemma2",     "gemma3_text", "gemma4_text",
+    "gpt2",    "gptoss",     "granite",  "granitemoehybrid", "hunyuandensev1", "internlm2", "lfm2",
+    "llama",   "mistral",    "nemotron", "olmo",    "phi",        "phimoe",      "phi3",
+    "phi3small", "qwen2",    "qwen3",    "qwen3_5_moe_text", "qwen3_5_text", "smollm3", "deepseek"};
+// Types onnxruntime-genai knows that need more than one model (vision, audio,
+// multimodal, pipelines, transducers): recognized so the error can say so.
+constexpr std::array<std::string_view, 17> kMultiModelTypes = {
+    "fara",    "gemma3",  "mistral3", "phi3v",         "qwen2_5_vl",   "qwen3_vl",         "qwen3_5",
+    "qwen3_5_moe", "videochat_flash_qwen", "whisper", "gemma4", "phi4mm", "decoder-pipeline", "nemotron_speech",
+    "parakeet_tdt", "marian-ssru", "mllama"};
 
 Status field_error(const std::string& path, std::string_view expected, const Json& value) {
   return invalid_model("genai_config.json: {}: expected {}, got {}", path, expected, value.dump());
@@ -90,9 +95,83 @@ Status read_token_ids(const std::string& path, const Json& value, std::vector<in
   return Status::ok();
 }
 
-Status unknown_field(const std::string& path) {
-  return invalid_model("genai_config.json: unknown field {}", path);
+// A field onnxruntime-genai does not know either: kept as a warning.
+void unknown_field(GenaiConfig& c, const std::string& path) {
+  c.warnings.push_back(fmt::format("genai_config.json: unknown field {} (ignored)", path));
 }
+
+enum class Kind { kInt, kNumber, kBool, kString, kObject, kArray };
+
+struct KnownField {
+  std::string_view name;
+  Kind kind;
+};
+
+// Checks the type of a field onnxruntime-genai knows and Ember does not use.
+Status check_kind(const std::string& path, const Json& value, Kind kind) {
+  switch (kind) {
+    case Kind::kInt: {
+      int64_t ignored = 0;
+      return read_int(path, value, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), ignored);
+    }
+    case Kind::kNumber: return value.is_number() ? Status::ok() : field_error(path, "a number", value);
+    case Kind::kBool: return value.is_boolean() ? Status::ok() : field_error(path, "true or false", value);
+    case Kind::kString: return value.is_string() ? Status::ok() : field_error(path, "a string", value);
+    case Kind::kObject: return value.is_object() ? Status::ok() : field_error(path, "an object", value);
+    case Kind::kArray: return value.is_array() ? Status::ok() : field_error(path, "a list", value);
+  }
+  return Status::ok();
+}
+
+// `key` in `known`: its type is checked; otherwise it is an unknown field.
+template <size_t N>
+Status known_or_unknown(GenaiConfig& c, const std::string& path, std::string_view key, const Json& value,
+                        const std::array<KnownField, N>& known) {
+  for (const KnownField& f : known) {
+    if (f.name == key) return check_kind(path, value, f.kind);
+  }
+  unknown_field(c, path);
+  return Status::ok();
+}
+
+// Fields of onnxruntime-genai's config (src/config.cpp) that Ember accepts and
+// does not use, per section: multimodal and speech settings, beam search,
+// pipelines of several models, paged-attention inputs of other runtimes.
+constexpr std::array<KnownField, 34> kModelFields = {{
+    {"tokenizer_dir", Kind::kString},   {"decoder_start_token_id", Kind::kInt}, {"sep_token_id", Kind::kInt},
+    {"image_token_id", Kind::kInt},     {"audio_token_id", Kind::kInt},         {"boa_token_id", Kind::kInt},
+    {"video_token_id", Kind::kInt},     {"vision_start_token_id", Kind::kInt},  {"num_mels", Kind::kInt},
+    {"fft_size", Kind::kInt},           {"hop_length", Kind::kInt},             {"win_length", Kind::kInt},
+    {"preemph", Kind::kNumber},         {"log_eps", Kind::kNumber},             {"norm_eps", Kind::kNumber},
+    {"subsampling_factor", Kind::kInt}, {"left_context", Kind::kInt},           {"conv_context", Kind::kInt},
+    {"pre_encode_cache_size", Kind::kInt}, {"sample_rate", Kind::kInt},         {"chunk_samples", Kind::kInt},
+    {"blank_id", Kind::kInt},           {"max_symbols_per_step", Kind::kInt},   {"left_context_samples", Kind::kInt},
+    {"right_context_samples", Kind::kInt}, {"tdt_durations", Kind::kArray},     {"encoder", Kind::kObject},
+    {"draft", Kind::kObject},           {"embedding", Kind::kObject},           {"vad", Kind::kObject},
+    {"mtp", Kind::kObject},             {"joiner", Kind::kObject},              {"vision", Kind::kObject},
+    {"speech", Kind::kObject},
+}};
+constexpr std::array<KnownField, 4> kDecoderFields = {{
+    {"conv_cache_size", Kind::kInt},
+    {"run_options", Kind::kObject},
+    {"layer_types", Kind::kArray},
+    {"shared_initializers", Kind::kArray},
+}};
+constexpr std::array<KnownField, 3> kSearchFields = {{
+    {"batch_size", Kind::kInt},
+    {"chunk_size", Kind::kInt},
+    {"blank_penalty", Kind::kNumber},
+}};
+// Names of inputs and outputs other runtimes bind (encoder-decoder, paged
+// attention, recurrent state). They are strings; a decoder that really has
+// such an input fails to bind with a message naming it.
+constexpr std::array<std::string_view, 26> kOtherIoNames = {
+    "inputs_embeds", "past_names", "cross_past_key_names", "cross_past_value_names", "past_sequence_length",
+    "current_sequence_length", "total_sequence_length", "encoder_hidden_states", "encoder_attention_mask",
+    "rnn_states_prev", "past_key_values_length", "cache_indirection", "cumulative_sequence_lengths",
+    "past_sequence_lengths", "block_table", "block_table_windowed", "attention_metadata", "past_conv_names",
+    "hidden_states", "targets", "present_names", "output_cross_qk_names", "rnn_states", "present_conv_names",
+    "lstm_hidden_state", "lstm_cell_state"};
 
 Status expect_object(const std::string& path, const Json& value) {
   return value.is_object() ? Status::ok() : field_error(path, "an object", value);
@@ -108,7 +187,7 @@ Status read_template(const std::string& path, const Json& value, std::string& ou
   return Status::ok();
 }
 
-Status parse_names(const std::string& path, const Json& json, DecoderConfig& d, bool inputs) {
+Status parse_names(GenaiConfig& c, const std::string& path, const Json& json, DecoderConfig& d, bool inputs) {
   EMBER_RETURN_IF_ERROR(expect_object(path, json));
   for (const auto& [key, value] : json.items()) {
     const std::string at = path + "." + key;
@@ -128,8 +207,11 @@ Status parse_names(const std::string& path, const Json& json, DecoderConfig& d, 
       EMBER_RETURN_IF_ERROR(read_template(at, value, d.present_key_names));
     } else if (!inputs && key == "present_value_names") {
       EMBER_RETURN_IF_ERROR(read_template(at, value, d.present_value_names));
+    } else if (std::find(kOtherIoNames.begin(), kOtherIoNames.end(), key) != kOtherIoNames.end() ||
+               (!inputs && key == "outputs_length")) {
+      EMBER_RETURN_IF_ERROR(check_kind(at, value, Kind::kString));
     } else {
-      return unknown_field(at);
+      unknown_field(c, at);
     }
   }
   return Status::ok();
@@ -159,7 +241,42 @@ Status parse_session_options(const std::string& path, const Json& json, DecoderC
   return Status::ok();
 }
 
-Status parse_decoder(const std::string& path, const Json& json, DecoderConfig& d) {
+Status parse_sliding_window(GenaiConfig& c, const std::string& path, const Json& json, SlidingWindowConfig& w) {
+  EMBER_RETURN_IF_ERROR(expect_object(path, json));
+  bool has_window = false;
+  for (const auto& [key, value] : json.items()) {
+    const std::string at = path + "." + key;
+    if (key == "window_size") {
+      has_window = true;
+      EMBER_RETURN_IF_ERROR(read_int(at, value, 1, w.window_size));
+    } else if (key == "cache_slack") {
+      EMBER_RETURN_IF_ERROR(read_int(at, value, 0, w.cache_slack));
+    } else if (key == "slide_key_value_cache") {
+      EMBER_RETURN_IF_ERROR(read_bool(at, value, w.slide_key_value_cache));
+    } else if (key == "slide_inputs") {
+      EMBER_RETURN_IF_ERROR(read_bool(at, value, w.slide_inputs));
+    } else if (key == "layers") {
+      if (!value.is_array()) return field_error(at, "a list", value);
+      for (size_t i = 0; i < value.size(); ++i) {
+        int layer = 0;
+        EMBER_RETURN_IF_ERROR(read_int(at + "[" + std::to_string(i) + "]", value[i], 0, layer));
+        w.layers.push_back(layer);
+      }
+    } else if (key == "pad_value") {
+      EMBER_RETURN_IF_ERROR(check_kind(at, value, Kind::kInt));
+    } else if (key == "alignment") {
+      std::string alignment;
+      EMBER_RETURN_IF_ERROR(read_string(at, value, alignment));
+      if (alignment != "left" && alignment != "right") return field_error(at, "\"left\" or \"right\"", value);
+    } else {
+      unknown_field(c, at);
+    }
+  }
+  if (!has_window) return invalid_model("genai_config.json: {}.window_size is missing", path);
+  return Status::ok();
+}
+
+Status parse_decoder(GenaiConfig& c, const std::string& path, const Json& json, DecoderConfig& d) {
   EMBER_RETURN_IF_ERROR(expect_object(path, json));
   for (const auto& [key, value] : json.items()) {
     const std::string at = path + "." + key;
@@ -178,9 +295,21 @@ Status parse_decoder(const std::string& path, const Json& json, DecoderConfig& d
     } else if (key == "session_options") {
       EMBER_RETURN_IF_ERROR(parse_session_options(at, value, d));
     } else if (key == "inputs" || key == "outputs") {
-      EMBER_RETURN_IF_ERROR(parse_names(at, value, d, key == "inputs"));
+      EMBER_RETURN_IF_ERROR(parse_names(c, at, value, d, key == "inputs"));
+    } else if (key == "sliding_window") {
+      EMBER_RETURN_IF_ERROR(parse_sliding_window(c, at, value, d.sliding_window.emplace()));
+    } else if (key == "pipeline") {
+      return not_implemented("genai_config.json: {}: a pipeline of several models; Ember runs one decoder model", at);
     } else {
-      return unknown_field(at);
+      EMBER_RETURN_IF_ERROR(known_or_unknown(c, at, key, value, kDecoderFields));
+    }
+  }
+  if (d.sliding_window) {
+    for (int layer : d.sliding_window->layers) {
+      if (layer >= d.num_hidden_layers) {
+        return invalid_model("genai_config.json: {}.sliding_window.layers: layer {} is not below num_hidden_layers {}",
+                             path, layer, d.num_hidden_layers);
+      }
     }
   }
   if (d.head_size == 0 || d.num_key_value_heads == 0 || d.num_hidden_layers == 0) {
@@ -193,7 +322,7 @@ Status parse_decoder(const std::string& path, const Json& json, DecoderConfig& d
   return Status::ok();
 }
 
-Status parse_search(const Json& json, SearchConfig& s) {
+Status parse_search(GenaiConfig& c, const Json& json, SearchConfig& s) {
   EMBER_RETURN_IF_ERROR(expect_object("search", json));
   for (const auto& [key, value] : json.items()) {
     const std::string at = "search." + key;
@@ -227,7 +356,7 @@ Status parse_search(const Json& json, SearchConfig& s) {
     } else if (key == "diversity_penalty" || key == "length_penalty" || key == "no_repeat_ngram_size") {
       if (!value.is_number()) return field_error(at, "a number", value);
     } else {
-      return unknown_field(at);
+      EMBER_RETURN_IF_ERROR(known_or_unknown(c, at, key, value, kSearchFields));
     }
   }
   return Status::ok();
@@ -252,12 +381,13 @@ Status parse_model(const Json& json, GenaiConfig& c) {
       EMBER_RETURN_IF_ERROR(read_int(at, value, 1, c.vocab_size));
     } else if (key == "decoder") {
       has_decoder = true;
-      EMBER_RETURN_IF_ERROR(parse_decoder(at, value, c.decoder));
-    } else if (key == "sep_token_id" || key == "decoder_start_token_id") {
-      int64_t ignored = 0;
-      EMBER_RETURN_IF_ERROR(read_int(at, value, 0, std::numeric_limits<int32_t>::max(), ignored));
+      EMBER_RETURN_IF_ERROR(parse_decoder(c, at, value, c.decoder));
+    } else if (key == "bot_token_id" || key == "eot_token_id" || key == "bor_token_id" || key == "eor_token_id") {
+      int64_t& id = key[0] == 'b' ? (key[2] == 't' ? c.bot_token_id : c.bor_token_id)
+                                  : (key[2] == 't' ? c.eot_token_id : c.eor_token_id);
+      EMBER_RETURN_IF_ERROR(read_int(at, value, 0, std::numeric_limits<int32_t>::max(), id));
     } else {
-      return unknown_field(at);
+      EMBER_RETURN_IF_ERROR(known_or_unknown(c, at, key, value, kModelFields));
     }
   }
   if (c.type.empty()) return invalid_model("genai_config.json: model.type is missing");
@@ -275,6 +405,15 @@ Status parse_model(const Json& json, GenaiConfig& c) {
   for (int64_t id : c.eos_token_ids) {
     if (id >= c.vocab_size) {
       return invalid_model("genai_config.json: model.eos_token_id {} is not below vocab_size {}", id, c.vocab_size);
+    }
+  }
+  const std::pair<const char*, int64_t> named_ids[] = {{"bot_token_id", c.bot_token_id},
+                                                       {"eot_token_id", c.eot_token_id},
+                                                       {"bor_token_id", c.bor_token_id},
+                                                       {"eor_token_id", c.eor_token_id}};
+  for (const auto& [name, id] : named_ids) {
+    if (id >= c.vocab_size) {
+      return invalid_model("genai_config.json: model.{} {} is not below vocab_size {}", name, id, c.vocab_size);
     }
   }
   return Status::ok();
@@ -297,9 +436,9 @@ Result<GenaiConfig> parse_genai_config(std::string_view text) {
       has_model = true;
       EMBER_RETURN_IF_ERROR(parse_model(value, config));
     } else if (key == "search") {
-      EMBER_RETURN_IF_ERROR(parse_search(value, config.search));
+      EMBER_RETURN_IF_ERROR(parse_search(config, value, config.search));
     } else {
-      return unknown_field(key);
+      unknown_field(config, key);
     }
   }
   if (!has_model) return invalid_model("genai_config.json: the model section is missing");

@@ -134,6 +134,12 @@ Result<std::unique_ptr<Generator>> Generator::load(const std::string& model_dir,
 }
 
 Result<std::unique_ptr<Generator>> Generator::create(GenaiConfig config, const GeneratorOptions& options) {
+  if (const auto& window = config.decoder.sliding_window; window && (window->slide_key_value_cache || window->slide_inputs)) {
+    return not_implemented(
+        "{}: genai_config.json: model.decoder.sliding_window slides the {} (a fixed-shape export for NPUs); Ember runs "
+        "windowed layers on a growing cache (slide_key_value_cache and slide_inputs false)",
+        config.dir, window->slide_inputs ? "inputs" : "key-value cache");
+  }
   std::unique_ptr<Generator> g(new Generator());
   g->config_ = std::move(config);
   runtime::SessionOptions session_options;

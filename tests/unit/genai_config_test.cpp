@@ -104,9 +104,7 @@ TEST(GenaiConfig, MalformedFieldsAreNamed) {
       {"/model/decoder/head_size", "64", "model.decoder.head_size: expected an integer"},
       {"/model/decoder/head_size", 0, "model.decoder.head_size"},
       {"/model/decoder/num_hidden_layers", 2.5, "model.decoder.num_hidden_layers"},
-      {"/model/decoder/unknown_knob", 1, "unknown field model.decoder.unknown_knob"},
       {"/model/decoder/inputs/past_key_names", "past.key", "model.decoder.inputs.past_key_names"},
-      {"/model/decoder/inputs/token_type_ids", "t", "unknown field model.decoder.inputs.token_type_ids"},
       {"/model/decoder/outputs/logits", 3, "model.decoder.outputs.logits: expected a string"},
       {"/model/decoder/session_options/intra_op_num_threads", -1, "intra_op_num_threads"},
       {"/model/decoder/num_attention_heads", 15, "num_attention_heads 15 is not a multiple"},
@@ -116,13 +114,26 @@ TEST(GenaiConfig, MalformedFieldsAreNamed) {
       {"/model/bos_token_id", -5, "model.bos_token_id"},
       {"/model/type", "resnet", "unknown model type 'resnet'"},
       {"/model/type", "whisper", "'whisper' needs more than one model"},
-      {"/model/vision", nlohmann::json::object(), "unknown field model.vision"},
       {"/search/top_p", 1.5, "search.top_p"},
       {"/search/temperature", -1, "search.temperature"},
       {"/search/do_sample", 1, "search.do_sample: expected true or false"},
       {"/search/num_beams", 4, "search.num_beams"},
-      {"/search/beam_width", 4, "unknown field search.beam_width"},
-      {"/extra", 1, "unknown field extra"},
+      {"/search/chunk_size", "x", "search.chunk_size: expected an integer"},
+      {"/model/bot_token_id", 200000, "model.bot_token_id 200000 is not below vocab_size"},
+      {"/model/eor_token_id", "x", "model.eor_token_id: expected an integer"},
+      {"/model/vision", 3, "model.vision: expected an object"},
+      {"/model/decoder/inputs/block_table", 1, "model.decoder.inputs.block_table: expected a string"},
+      {"/model/decoder/layer_types", "x", "model.decoder.layer_types: expected a list"},
+      {"/model/decoder/pipeline", nlohmann::json::array(), "model.decoder.pipeline: a pipeline"},
+      {"/model/decoder/sliding_window", 32, "model.decoder.sliding_window: expected an object"},
+      {"/model/decoder/sliding_window", nlohmann::json::object(), "sliding_window.window_size is missing"},
+      {"/model/decoder/sliding_window", {{"window_size", 0}}, "sliding_window.window_size"},
+      {"/model/decoder/sliding_window", {{"window_size", 32}, {"layers", {0, 24}}},
+       "layer 24 is not below num_hidden_layers 24"},
+      {"/model/decoder/sliding_window", {{"window_size", 32}, {"slide_inputs", 0}},
+       "sliding_window.slide_inputs: expected true or false"},
+      {"/model/decoder/sliding_window", {{"window_size", 32}, {"cache_slack", -1}}, "sliding_window.cache_slack"},
+      {"/model/decoder/sliding_window", {{"window_size", 32}, {"alignment", "middle"}}, "sliding_window.alignment"},
   };
   for (const Case& c : cases) {
     nlohmann::json j = qwen();
@@ -132,6 +143,61 @@ TEST(GenaiConfig, MalformedFieldsAreNamed) {
     EXPECT_NE(parsed.status().message().find(c.expected), std::string::npos)
         << c.pointer << ": " << parsed.status().to_string();
   }
+}
+
+// Fields today's model builder writes (onnxruntime-genai 0.18: qwen3 and gemma2 folders).
+TEST(GenaiConfig, BuilderFieldsOfToday) {
+  nlohmann::json j = qwen();
+  j["model"]["bot_token_id"] = 151657;
+  j["model"]["eot_token_id"] = 151658;
+  j["model"]["bor_token_id"] = 151667;
+  j["model"]["eor_token_id"] = 151668;
+  j["model"]["decoder"]["sliding_window"] = {{"window_size", 32}, {"slide_key_value_cache", false},
+                                             {"slide_inputs", false}, {"layers", {0, 2}}, {"cache_slack", 0}};
+  j["search"]["chunk_size"] = 512;
+  auto c = parse_genai_config(j.dump());
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_TRUE(c->warnings.empty());
+  EXPECT_EQ(c->bot_token_id, 151657);
+  EXPECT_EQ(c->eot_token_id, 151658);
+  EXPECT_EQ(c->bor_token_id, 151667);
+  EXPECT_EQ(c->eor_token_id, 151668);
+  ASSERT_TRUE(c->decoder.sliding_window.has_value());
+  const SlidingWindowConfig& w = *c->decoder.sliding_window;
+  EXPECT_EQ(w.window_size, 32);
+  EXPECT_FALSE(w.slide_key_value_cache);
+  EXPECT_FALSE(w.slide_inputs);
+  EXPECT_EQ(w.layers, (std::vector<int>{0, 2}));
+  EXPECT_EQ(w.cache_slack, 0);
+  // onnxruntime-genai's defaults: both slides on when the fields are absent.
+  j["model"]["decoder"]["sliding_window"] = {{"window_size", 4096}};
+  auto defaults = parse_genai_config(j.dump());
+  ASSERT_TRUE(defaults.is_ok()) << defaults.status().to_string();
+  EXPECT_TRUE(defaults->decoder.sliding_window->slide_key_value_cache);
+  EXPECT_TRUE(defaults->decoder.sliding_window->slide_inputs);
+  EXPECT_TRUE(defaults->decoder.sliding_window->layers.empty());
+  EXPECT_EQ(parse_genai_config(kQwenConfig)->bot_token_id, -1);
+}
+
+// A field nobody knows is a warning naming it, and the folder still loads.
+TEST(GenaiConfig, UnknownFieldsWarnAndLoad) {
+  nlohmann::json j = qwen();
+  j["model"]["decoder"]["unknown_knob"] = 1;
+  j["model"]["decoder"]["inputs"]["token_type_ids"] = "t";
+  j["model"]["decoder"]["sliding_window"] = {{"window_size", 32}, {"future", true}};
+  j["search"]["beam_width"] = 4;
+  j["extra"] = {{"a", 1}};
+  auto c = parse_genai_config(j.dump());
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  std::vector<std::string> expected = {"extra", "model.decoder.inputs.token_type_ids",
+                                       "model.decoder.sliding_window.future", "model.decoder.unknown_knob",
+                                       "search.beam_width"};
+  ASSERT_EQ(c->warnings.size(), expected.size());
+  for (const std::string& path : expected) {
+    const std::string message = "genai_config.json: unknown field " + path + " (ignored)";
+    EXPECT_NE(std::find(c->warnings.begin(), c->warnings.end(), message), c->warnings.end()) << message;
+  }
+  EXPECT_EQ(c->decoder.head_size, 64);
 }
 
 TEST(GenaiConfig, MissingSections) {
