@@ -189,7 +189,7 @@ int bench_command(const BenchArgs& args) {
 
 Command add_bench(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
-  add_model_options(app, args->model, "onnxruntime-genai model folder (genai_config.json, model.onnx)");
+  add_model_options(app, args->model, "Model folder: onnxruntime-genai (genai_config.json) or optimum / transformers.js (config.json)");
   app.add_option("-p,--n-prompt", args->prompt, "prompt tokens per prefill (0: skip)")->check(CLI::NonNegativeNumber);
   app.add_option("-n,--n-gen", args->generate, "tokens generated per repetition (0: skip)")
       ->check(CLI::NonNegativeNumber);

@@ -111,7 +111,7 @@ int run_chat(const ChatArgs& a) {
 
 Command add_chat(CLI::App& app) {
   auto a = std::make_shared<ChatArgs>();
-  add_model_options(app, a->model, "An onnxruntime-genai model folder with tokenizer_config.json's chat_template");
+  add_model_options(app, a->model, "Model folder (onnxruntime-genai or optimum / transformers.js) with tokenizer_config.json's chat_template");
   app.add_option("--system", a->system, "System prompt of the conversation");
   app.add_option("--max-new-tokens", a->max_new_tokens, "At most this many tokens per reply")->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -98,7 +98,7 @@ int run_generate(const GenerateArgs& a) {
 
 Command add_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
-  add_model_options(app, a->model, "An onnxruntime-genai model folder (genai_config.json, model, tokenizer.json)");
+  add_model_options(app, a->model, "Model folder: onnxruntime-genai (genai_config.json) or optimum / transformers.js (config.json), with tokenizer.json");
   auto* prompt = app.add_option("--prompt", a->prompt, "The text to continue");
   auto* ids = app.add_option("--prompt-ids", a->prompt_ids, "The prompt as token ids, comma-separated")->delimiter(',');
   prompt->excludes(ids);

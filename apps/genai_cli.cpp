@@ -15,12 +15,16 @@ void add_model_options(CLI::App& app, ModelArgs& args, const std::string& folder
   app.add_option("--max-context", args.max_context,
                  "KV cache capacity in tokens, prompt included (default: the folder's search.max_length)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--onnx", args.onnx,
+                 "Decoder file inside the folder, e.g. onnx/model_q4.onnx (default: genai_config.json's, else "
+                 "model.onnx, else onnx/model.onnx)");
 }
 
 Result<std::unique_ptr<genai::Generator>> load_generator(const ModelArgs& args, int capacity) {
   genai::GeneratorOptions options;
   options.num_threads = args.threads;
   options.max_length = capacity;
+  options.decoder_file = args.onnx;
   const bool terminal = isatty(STDERR_FILENO) == 1;
   if (terminal) {
     const std::string name = std::filesystem::path(args.model_dir).filename().string();

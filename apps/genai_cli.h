@@ -1,6 +1,6 @@
 #pragma once
 // What `ember generate`, `chat` and `bench` share: the model folder and its
-// options (--threads, --max-context), loading the generator with a progress
+// options (--threads, --max-context, --onnx), loading the generator with a progress
 // line on a terminal, and streaming generated text to stdout.
 #include <memory>
 #include <string>
@@ -17,6 +17,7 @@ struct ModelArgs {
   std::string model_dir;
   int threads = 0;
   int max_context = 0;  // KV cache capacity in tokens; 0: the command's default
+  std::string onnx;     // the decoder file inside the folder; empty: the folder's own
 };
 
 void add_model_options(CLI::App& app, ModelArgs& args, const std::string& folder_help);

@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "genai/model_folder.h"
 #include "onnx/model_loader.h"
 
 namespace ember::genai {
@@ -36,6 +37,14 @@ ir::ValueId add_i64_constant(ir::Graph& graph, const std::string& name, int64_t 
   graph.value(id).dtype = DType::kI64;
   graph.value(id).constant = std::move(t);
   return id;
+}
+
+std::string describe_dims(const std::vector<ir::Dim>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    s += (i ? ", " : "") + (dims[i].known() ? std::to_string(dims[i].value) : dims[i].symbol);
+  }
+  return s + "]";
 }
 
 bool is_scalar_constant(const ir::Graph& graph, ir::ValueId id) {
@@ -129,7 +138,7 @@ double GenerationStats::decode_tokens_per_s() const {
 }
 
 Result<std::unique_ptr<Generator>> Generator::load(const std::string& model_dir, const GeneratorOptions& options) {
-  EMBER_ASSIGN_OR_RETURN(GenaiConfig config, load_genai_config(model_dir));
+  EMBER_ASSIGN_OR_RETURN(GenaiConfig config, load_model_folder(model_dir, options.decoder_file));
   return create(std::move(config), options);
 }
 
@@ -233,6 +242,18 @@ Status Generator::bind_io() {
     }
   }
   kv_dtype_ = inputs[static_cast<size_t>(past_at_.front())].dtype;
+  // [batch, kv_heads, sequence, head_size] where the graph declares them.
+  for (int at : past_at_) {
+    const runtime::IoInfo& info = inputs[static_cast<size_t>(at)];
+    if (!info.has_shape) continue;
+    const std::vector<ir::Dim>& dims = info.shape;
+    if (dims.size() != 4 || (dims[1].known() && dims[1].value != d.num_key_value_heads) ||
+        (dims[3].known() && dims[3].value != d.head_size) || info.dtype != kv_dtype_) {
+      return invalid_model("{}: decoder input '{}' is declared {} {}; the config says [batch, {}, sequence, {}] {}",
+                           config_.dir, info.name, dtype_name(info.dtype), describe_dims(dims),
+                           d.num_key_value_heads, d.head_size, dtype_name(kv_dtype_));
+    }
+  }
   return Status::ok();
 }
 

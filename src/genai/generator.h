@@ -21,6 +21,7 @@
 namespace ember::genai {
 
 struct GeneratorOptions {
+  std::string decoder_file;  // relative to the folder; empty: the folder's own (see load_model_folder)
   int num_threads = 0;  // 0: genai_config's intra_op_num_threads, else Ember's default
   int max_length = 0;   // KV capacity in tokens; 0: search.max_length
   int max_batch = 1;    // rows generate_batch() may run at once
@@ -69,6 +70,7 @@ struct GenerationResult {
 
 class Generator {
  public:
+  // `model_dir` as load_model_folder reads it: genai_config.json, or an optimum / transformers.js export.
   static Result<std::unique_ptr<Generator>> load(const std::string& model_dir, const GeneratorOptions& options = {});
   static Result<std::unique_ptr<Generator>> create(GenaiConfig config, const GeneratorOptions& options = {});
 

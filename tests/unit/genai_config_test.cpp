@@ -2,11 +2,15 @@
 // (Qwen2.5-0.5B-Instruct's, CPU int4), the eos list form, defaults, and one
 // malformed field at a time, each named in the error.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "genai/genai_config.h"
 #include "genai/generator.h"
+#include "genai/model_folder.h"
 
 namespace ember::genai {
 namespace {
@@ -234,6 +238,111 @@ TEST(GenaiConfig, SearchDefaultsToParams) {
   EXPECT_TRUE(params_from_search(c->search, 200).sampling.greedy);
   EXPECT_EQ(params_from_search(c->search, 200).max_new_tokens, 1);
   EXPECT_EQ(params_from_search(c->search, 200).min_new_tokens, 0);
+}
+
+// config.json and generation_config.json as transformers 4.57 saves them for
+// a Qwen2 model with GQA (what optimum exports copy next to model.onnx).
+const char* kHfQwen2 = R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 151665,
+  "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "max_position_embeddings": 2048, "bos_token_id": 151643, "eos_token_id": 151645, "tie_word_embeddings": true})";
+const char* kHfGeneration = R"({"bos_token_id": 151643, "eos_token_id": [151645, 151643], "do_sample": true,
+  "temperature": 0.7, "top_k": 20, "top_p": 0.8, "repetition_penalty": 1.05})";
+
+TEST(HuggingFaceConfig, OptimumFolderConfig) {
+  auto c = config_from_hugging_face(kHfQwen2, kHfGeneration);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->type, "qwen2");
+  EXPECT_EQ(c->vocab_size, 151665);
+  EXPECT_EQ(c->context_length, 2048);
+  EXPECT_EQ(c->decoder.num_hidden_layers, 2);
+  EXPECT_EQ(c->decoder.num_attention_heads, 4);
+  EXPECT_EQ(c->decoder.num_key_value_heads, 2);
+  EXPECT_EQ(c->decoder.head_size, 32);  // hidden_size / num_attention_heads
+  EXPECT_EQ(c->bos_token_id, 151643);
+  EXPECT_EQ(c->eos_token_ids, (std::vector<int64_t>{151645, 151643}));  // generation_config.json wins
+  EXPECT_EQ(c->pad_token_id, 151645);
+  EXPECT_EQ(layer_name(c->decoder.past_key_names, 1), "past_key_values.1.key");
+  EXPECT_EQ(layer_name(c->decoder.present_value_names, 0), "present.0.value");
+  EXPECT_TRUE(c->search.do_sample);
+  EXPECT_EQ(c->search.top_k, 20);
+  EXPECT_FLOAT_EQ(c->search.top_p, 0.8f);
+  EXPECT_FLOAT_EQ(c->search.temperature, 0.7f);
+  EXPECT_FLOAT_EQ(c->search.repetition_penalty, 1.05f);
+  EXPECT_EQ(c->search.max_length, 2048);
+  EXPECT_FALSE(c->search.past_present_share_buffer);
+
+  nlohmann::json gemma = nlohmann::json::parse(kHfQwen2);
+  gemma["head_dim"] = 64;  // gemma's heads are wider than hidden_size / heads
+  gemma.erase("num_key_value_heads");
+  auto g = config_from_hugging_face(gemma.dump(), "");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  EXPECT_EQ(g->decoder.head_size, 64);
+  EXPECT_EQ(g->decoder.num_key_value_heads, 4);
+  EXPECT_EQ(g->eos_token_ids, std::vector<int64_t>{151645});
+  EXPECT_FALSE(g->search.do_sample);
+}
+
+TEST(HuggingFaceConfig, MalformedFieldsAreNamed) {
+  struct Case {
+    const char* key;
+    nlohmann::json value;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"num_hidden_layers", nullptr, "config.json: num_hidden_layers is missing"},
+      {"num_hidden_layers", "2", "config.json: num_hidden_layers: expected a positive integer"},
+      {"vocab_size", 0, "config.json: vocab_size: expected a positive integer"},
+      {"num_key_value_heads", 3, "num_attention_heads 4 is not a multiple of num_key_value_heads 3"},
+      {"eos_token_id", nullptr, "eos_token_id is missing"},
+      {"eos_token_id", "x", "config.json: eos_token_id: expected a token id"},
+      {"eos_token_id", 200000, "eos_token_id 200000 is not below vocab_size"},
+      {"max_position_embeddings", nullptr, "max_position_embeddings is missing"},
+      {"text_config", nlohmann::json::object(), "multimodal"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = nlohmann::json::parse(kHfQwen2);
+    if (c.value.is_null()) {
+      j.erase(c.key);
+    } else {
+      j[c.key] = c.value;
+    }
+    auto parsed = config_from_hugging_face(j.dump(), "");
+    ASSERT_FALSE(parsed.is_ok()) << c.key;
+    EXPECT_NE(parsed.status().message().find(c.expected), std::string::npos) << c.key << ": " << parsed.status().to_string();
+  }
+  auto bad_top_p = config_from_hugging_face(kHfQwen2, R"({"top_p": 2})");
+  ASSERT_FALSE(bad_top_p.is_ok());
+  EXPECT_NE(bad_top_p.status().message().find("top_p"), std::string::npos);
+  EXPECT_FALSE(config_from_hugging_face("[1]", "").is_ok());
+  EXPECT_FALSE(config_from_hugging_face(kHfQwen2, "{").is_ok());
+}
+
+// Which decoder file a folder without genai_config.json runs.
+TEST(HuggingFaceConfig, FolderLayouts) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ember_folder_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "onnx");
+  auto write = [&](const fs::path& p, const std::string& text) { std::ofstream(dir / p) << text; };
+  auto decoder = [&](const std::string& flag) {
+    auto c = load_model_folder(dir.string(), flag);
+    return c.is_ok() ? c->decoder_path() : c.status().message();
+  };
+  EXPECT_NE(decoder("").find("neither genai_config.json"), std::string::npos) << decoder("");
+  write("config.json", kHfQwen2);
+  write("onnx/model_q4.onnx", "");
+  EXPECT_NE(decoder("").find("no model.onnx or onnx/model.onnx (it has onnx/model_q4.onnx)"), std::string::npos)
+      << decoder("");
+  EXPECT_EQ(decoder("onnx/model_q4.onnx"), (dir / "onnx/model_q4.onnx").string());
+  write("onnx/model.onnx", "");
+  EXPECT_EQ(decoder(""), (dir / "onnx/model.onnx").string());
+  write("model.onnx", "");
+  EXPECT_EQ(decoder(""), (dir / "model.onnx").string());
+  EXPECT_NE(decoder("onnx/model_fp16.onnx").find("no decoder file onnx/model_fp16.onnx"), std::string::npos);
+  write("genai_config.json", kQwenConfig);
+  EXPECT_EQ(decoder(""), (dir / "model.onnx").string());
+  EXPECT_EQ(decoder("onnx/model_q4.onnx"), (dir / "onnx/model_q4.onnx").string());
+  fs::remove_all(dir);
 }
 
 }  // namespace
