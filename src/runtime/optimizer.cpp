@@ -1,5 +1,6 @@
 #include "runtime/optimizer.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include "base/isa.h"
@@ -9,7 +10,10 @@
 namespace ember::runtime {
 namespace {
 
-// Folding must not turn a small graph into a large file-sized constant.
+// Folding may add at most this many bytes of constants beyond those it frees:
+// a small graph must not become a large file-sized constant, while a chain
+// over one weight (Transpose, Cast, Reshape of it) is computed once at load
+// whatever its size, its result replacing the inputs only it read.
 constexpr size_t kMaxFoldedBytes = size_t{16} << 20;
 
 bool is_foldable_constant(const ir::Value& v) { return v.constant.has_value() && !v.is_graph_input; }
@@ -19,8 +23,23 @@ bool is_nondeterministic(const ir::Node& node) {
   return op.starts_with("Random") || op == "Multinomial" || op == "Bernoulli";
 }
 
+// Bytes of the node's constant inputs that no other node or graph output reads.
+double freed_by_folding(const ir::Graph& g, const ir::Node& node) {
+  double bytes = 0;
+  for (ir::ValueId id : node.inputs) {
+    if (id == ir::kNoValue) continue;
+    const ir::Value& v = g.value(id);
+    const bool only_here = !v.is_graph_output && std::all_of(v.consumers.begin(), v.consumers.end(), [&](ir::NodeId c) {
+      return &g.node(c) == &node;
+    });
+    if (only_here) bytes += static_cast<double>(v.constant->nbytes());
+  }
+  return bytes;
+}
+
 // Infers the outputs first so a huge constant is never allocated.
-bool fits_folding_budget(const kernels::OpKernel& kernel, std::span<const Tensor* const> inputs, size_t num_outputs) {
+bool fits_folding_budget(const kernels::OpKernel& kernel, std::span<const Tensor* const> inputs, size_t num_outputs,
+                         double freed_bytes) {
   std::vector<Tensor> outputs(num_outputs);
   std::vector<Tensor*> ptrs;
   for (Tensor& t : outputs) ptrs.push_back(&t);
@@ -32,7 +51,7 @@ bool fits_folding_budget(const kernels::OpKernel& kernel, std::span<const Tensor
     for (int64_t d : t.shape()) n *= static_cast<double>(d);
     bytes += n * static_cast<double>(dtype_size(t.dtype()));
   }
-  return bytes <= static_cast<double>(kMaxFoldedBytes);
+  return bytes <= static_cast<double>(kMaxFoldedBytes) + freed_bytes;
 }
 
 size_t fold_constants(ir::Graph& g) {
@@ -60,7 +79,9 @@ size_t fold_constants(ir::Graph& g) {
     kernels::KernelInit init{node, dtypes, inputs, nullptr};
     auto kernel = kernels::create_kernel(init);
     // A node that cannot be built or evaluated here is left for the session to report.
-    if (!kernel.is_ok() || !fits_folding_budget(**kernel, inputs, node.outputs.size())) continue;
+    if (!kernel.is_ok() || !fits_folding_budget(**kernel, inputs, node.outputs.size(), freed_by_folding(g, node))) {
+      continue;
+    }
     auto outputs = kernels::evaluate(**kernel, inputs, node.outputs.size());
     if (!outputs.is_ok()) continue;
     for (size_t i = 0; i < node.outputs.size(); ++i) {
@@ -94,6 +115,7 @@ OptimizeStats optimize_graph(ir::Graph& g) {
     }
   }
   stats.folded += fold_constants(g);
+  stats.fused += gather_through_transpose(g);
   stats.dead_removed += ir::eliminate_dead_nodes(g);
   if (!reference_mode()) {
     // Before elementwise fusion, which would otherwise absorb the norms' Pow,

@@ -27,6 +27,11 @@ size_t fuse_matmul_nbits_bias(ir::Graph& g);
 // must be topologically sorted with current links.
 size_t fuse_norms(ir::Graph& g);
 
+// Gather(Transpose(constant), indices) -> Transpose(Gather(constant, indices)):
+// reads the picked rows from the constant in its own layout; returns the
+// number of Gathers rewritten. `g` must be topologically sorted with current links.
+size_t gather_through_transpose(ir::Graph& g);
+
 // Replaces groups of elementwise nodes by FusedElementwise nodes; returns the
 // number of nodes fused. `g` must be topologically sorted with current links.
 size_t fuse_elementwise(ir::Graph& g);
