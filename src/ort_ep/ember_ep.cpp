@@ -66,6 +66,9 @@ std::shared_ptr<ir::Graph> import_if_supported(const OrtNode* node, const std::m
   if (!importer.add_node(node, opsets).is_ok()) return nullptr;
   if (has_subgraphs(*g)) return subgraph_node_supported(g) ? g : nullptr;
   const ir::Node& n = g->nodes[0];
+  // onnxruntime-genai hands such a node a window-sized cache that ONNX
+  // Runtime's kernel evicts from; Ember's keeps every position.
+  if (n.op_type == "GroupQueryAttention" && ir::AttrReader(n).get_int("sliding_window_cache", 0) != 0) return nullptr;
   std::vector<DType> dtypes;
   for (ir::ValueId id : n.inputs) dtypes.push_back(id == ir::kNoValue ? DType::kUndefined : g->value(id).dtype);
   std::vector<const Tensor*> constants(dtypes.size(), nullptr);

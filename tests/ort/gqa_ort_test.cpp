@@ -30,6 +30,7 @@ struct Param {
   bool rotary = false, interleaved = false;
   int64_t rot = 0;  // 0: the whole head
   int64_t window = -1;
+  bool window_cache = false;  // sliding_window_cache=1 (the model builder's windowed layers)
   float softcap = 0.0f, scale = 0.0f;
   bool bias = false, sink = false, smooth = false;
   DType dtype = DType::kF32;
@@ -125,6 +126,7 @@ Case build(const Param& p) {
   if (p.rotary) attrs.push_back(attr_int("do_rotary", 1));
   if (p.interleaved) attrs.push_back(attr_int("rotary_interleaved", 1));
   if (p.window > 0) attrs.push_back(attr_int("local_window_size", p.window));
+  if (p.window_cache) attrs.push_back(attr_int("sliding_window_cache", 1));
   if (p.softcap > 0) attrs.push_back(attr_float("softcap", p.softcap));
   if (p.scale != 0) attrs.push_back(attr_float("scale", p.scale));
   if (p.smooth) attrs.push_back(attr_int("smooth_softmax", 1));
@@ -183,9 +185,36 @@ TEST_P(GqaOrt, MatchesOnnxRuntime) {
     EXPECT_TRUE(s.is_ok()) << "output, batch row " << b << ": " << s.to_string();
   }
   for (size_t i : {size_t{1}, size_t{2}}) {
-    const Status s = compare((*got)[i], (*want)[i], p.dtype == DType::kF16 ? kF16Tolerance : kPresentTolerance);
+    // Rows at or past a row's total length hold nothing (ORT leaves the buffer's old bytes, Ember zeros).
+    Tensor g = (*got)[i].clone(), w = (*want)[i].clone();
+    const int64_t rows = w.dim(2), esize = static_cast<int64_t>(dtype_size(p.dtype)), row_bytes = w.dim(3) * esize;
+    for (int64_t bh = 0; bh < w.dim(0) * w.dim(1); ++bh) {
+      const int64_t total_b = p.totals[static_cast<size_t>(bh / w.dim(1))];
+      for (int64_t r = total_b; r < rows; ++r) {
+        std::memset(static_cast<char*>(g.data()) + (bh * rows + r) * row_bytes, 0, static_cast<size_t>(row_bytes));
+        std::memset(static_cast<char*>(w.data()) + (bh * rows + r) * row_bytes, 0, static_cast<size_t>(row_bytes));
+      }
+    }
+    const Status s = compare(g, w, p.dtype == DType::kF16 ? kF16Tolerance : kPresentTolerance);
     EXPECT_TRUE(s.is_ok()) << (i == 1 ? "present_key: " : "present_value: ") << s.to_string();
   }
+}
+
+// ONNX Runtime evicts from a window cache shorter than the sequence; Ember
+// refuses it by name rather than read positions that are not where it expects.
+TEST(GqaOrtWindowCache, BufferShorterThanSequenceIsRefused) {
+  Param p{.name = "evicting", .seq = 1, .past = 16, .totals = {21}, .window = 8};
+  p.window_cache = true;
+  const Case c = build(p);
+  std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(c.bytes.data()), c.bytes.size());
+  auto ember = runtime::Session::load_from_bytes(bytes);
+  ASSERT_TRUE(ember.is_ok()) << ember.status().to_string();
+  std::vector<runtime::NamedInput> in;
+  for (const auto& [name, t] : c.inputs) in.push_back({name, &t});
+  auto got = (*ember)->run(in);
+  ASSERT_FALSE(got.is_ok());
+  EXPECT_NE(got.status().message().find("does not evict from window-sized caches"), std::string::npos)
+      << got.status().to_string();
 }
 
 std::vector<Param> cases() {
@@ -237,6 +266,15 @@ std::vector<Param> cases() {
   {
     Param p{.name = "decode_buffer_longer_than_total", .seq = 1, .past = 64, .totals = {20}};
     p.rotary = true;
+    add(p);
+    // A window cache that has not filled up: nothing is evicted, by ORT or Ember.
+    p.name = "decode_window_cache_not_full";
+    p.window = 8;
+    p.window_cache = true;
+    add(p);
+    p = Param{.name = "prompt_window_cache", .seq = 30, .past = 48, .totals = {30}, .window = 8};
+    p.rotary = true;
+    p.window_cache = true;
     add(p);
   }
   {

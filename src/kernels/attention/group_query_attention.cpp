@@ -44,6 +44,10 @@ struct GqaAttrs {
   float scale = 0.0f, softcap = 0.0f;
   int64_t local_window = -1;
   bool do_rotary = false, interleaved = false, smooth_softmax = false;
+  // ONNX Runtime evicts the oldest positions of a shared past/present buffer
+  // shorter than the sequence; Ember runs such a node only while its buffer
+  // holds every position (Ember's generator allocates full-length caches).
+  bool sliding_window_cache = false;
 };
 
 struct Dims {
@@ -162,6 +166,16 @@ Result<Dims> GroupQueryAttention::dims(const KernelContext& ctx) const {
     return invalid_argument("total_sequence_length {} is less than the sequence length {}", d.total, d.seq);
   }
   d.present = std::max(d.total, d.past);
+  if (at_.sliding_window_cache && !ctx.has_input(kPastKey)) {
+    return invalid_argument("sliding_window_cache=1 needs inputs 'past_key' and 'past_value' (the cache buffers)");
+  }
+  // A past of total - sequence rows is the cache itself; another length short
+  // of total is a shared buffer ONNX Runtime would have evicted from.
+  if (at_.sliding_window_cache && d.past < d.total && d.past != d.total - d.seq) {
+    return not_implemented("sliding_window_cache=1 with a past/present buffer of {} positions for {} in all: Ember "
+                           "does not evict from window-sized caches; give it a buffer of the whole length",
+                           d.past, d.total);
+  }
   if (at_.do_rotary) {
     if (!ctx.has_input(kCos) || !ctx.has_input(kSin)) {
       return invalid_argument("do_rotary=1 needs inputs 'cos_cache' and 'sin_cache'");
@@ -478,6 +492,7 @@ Result<GqaAttrs> read_attrs(const ir::Node& node) {
   const int64_t interleaved = r.get_int("rotary_interleaved", 0);
   const int64_t smooth = r.get_int("smooth_softmax", 0);
   const int64_t qk_output = r.get_int("qk_output", 0);
+  const int64_t sliding_window_cache = r.get_int("sliding_window_cache", 0);
   EMBER_RETURN_IF_ERROR(r.status());
   if (at.num_heads <= 0 || at.kv_num_heads <= 0 || at.num_heads % at.kv_num_heads != 0) {
     return invalid_argument("num_heads={} and kv_num_heads={} must be positive with num_heads a multiple of "
@@ -491,6 +506,11 @@ Result<GqaAttrs> read_attrs(const ir::Node& node) {
     return invalid_argument("softcap={} must be finite and >= 0, scale={} finite", at.softcap, at.scale);
   }
   if (qk_output != 0) return not_implemented("qk_output={}: the attention-scores output is not implemented", qk_output);
+  if (sliding_window_cache != 0 && (sliding_window_cache != 1 || at.local_window < 1)) {
+    return invalid_argument("sliding_window_cache={} must be 0 or 1, and 1 needs local_window_size > 0 (got {})",
+                            sliding_window_cache, at.local_window);
+  }
+  at.sliding_window_cache = sliding_window_cache == 1;
   at.do_rotary = do_rotary == 1;
   at.interleaved = interleaved == 1;
   at.smooth_softmax = smooth == 1;
