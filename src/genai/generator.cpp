@@ -7,6 +7,9 @@
 #include <limits>
 #include <random>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "genai/model_folder.h"
 #include "onnx/model_loader.h"
 
@@ -103,6 +106,43 @@ bool slice_lm_head_input(ir::Graph& graph, const std::string& logits) {
   return true;
 }
 
+// genai_config.json's sliding_window on the decoder's GroupQueryAttention
+// nodes: each windowed layer (every layer when `layers` is empty) without a
+// window of its own gets local_window_size = window_size. The model builder's
+// Mistral export declares the window in genai_config.json only, so its graph
+// alone would attend to the whole context where Mistral attends to the
+// window. A windowed layer whose attention is not GroupQueryAttention is
+// returned, for the warning.
+std::vector<int> apply_sliding_window(ir::Graph& graph, const DecoderConfig& d) {
+  const SlidingWindowConfig& w = *d.sliding_window;
+  std::vector<bool> windowed(static_cast<size_t>(d.num_hidden_layers), w.layers.empty());
+  for (int layer : w.layers) windowed[static_cast<size_t>(layer)] = true;
+  std::vector<bool> found(windowed.size(), false);
+  for (ir::Node& node : graph.nodes) {
+    if (node.op_type != "GroupQueryAttention" || node.inputs.size() < 4 || node.inputs[3] == ir::kNoValue) continue;
+    const std::string& past = graph.value(node.inputs[3]).name;
+    for (size_t layer = 0; layer < windowed.size(); ++layer) {
+      if (!windowed[layer] || past != layer_name(d.past_key_names, static_cast<int>(layer))) continue;
+      found[layer] = true;
+      auto it = std::find_if(node.attributes.begin(), node.attributes.end(),
+                             [](const ir::Attribute& a) { return a.name == "local_window_size"; });
+      if (it == node.attributes.end()) {
+        ir::Attribute a;
+        a.name = "local_window_size";
+        a.type = ir::AttrType::kInt;
+        it = node.attributes.insert(node.attributes.end(), std::move(a));
+        it->i = -1;
+      }
+      if (it->i <= 0) it->i = w.window_size;
+    }
+  }
+  std::vector<int> missing;
+  for (size_t layer = 0; layer < windowed.size(); ++layer) {
+    if (windowed[layer] && !found[layer]) missing.push_back(static_cast<int>(layer));
+  }
+  return missing;
+}
+
 }  // namespace
 
 GenerationParams params_from_search(const SearchConfig& search, int64_t prompt_tokens) {
@@ -161,6 +201,15 @@ Result<std::unique_ptr<Generator>> Generator::create(GenaiConfig config, const G
   const std::string path = g->config_.decoder_path();
   EMBER_ASSIGN_OR_RETURN(onnx::LoadedModel model, onnx::load_model(path));
   ir::Graph& graph = *model.graph;
+  if (g->config_.decoder.sliding_window) {
+    const std::vector<int> missing = apply_sliding_window(graph, g->config_.decoder);
+    if (!missing.empty()) {
+      g->config_.warnings.push_back(fmt::format(
+          "genai_config.json: model.decoder.sliding_window: layers {} have no GroupQueryAttention reading their "
+          "past keys; their attention runs as the graph has it",
+          fmt::join(missing, ", ")));
+    }
+  }
   g->last_position_logits_ = slice_lm_head_input(graph, g->config_.decoder.logits);
   if (g->last_position_logits_) {
     EMBER_RETURN_IF_ERROR(graph.rebuild_links());

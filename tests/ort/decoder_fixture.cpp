@@ -15,6 +15,7 @@ std::string fixture_name(const DecoderFixtureSpec& spec) {
   if (spec.layers > 0) name += "-l" + std::to_string(spec.layers);
   if (spec.vocab > 0) name += "-v" + std::to_string(spec.vocab);
   if (spec.attention != "gqa") name += "-" + spec.attention;
+  if (spec.window != DecoderFixtureSpec{}.window) name += "-w" + std::to_string(spec.window);
   return name;
 }
 

@@ -24,7 +24,7 @@ struct DecoderFixtureSpec {
   int seed = 1;
 };
 
-// "qwen2-int4-tiny", with "-l<layers>" / "-v<vocab>" when overridden and "-mha" for that form.
+// "qwen2-int4-tiny", with "-l<layers>" / "-v<vocab>" / "-w<window>" when overridden and "-mha" for that form.
 std::string fixture_name(const DecoderFixtureSpec& spec);
 
 // Runs `generator` (tools/make_decoder_fixtures.py) with python3, the

@@ -9,7 +9,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "decoder_fixture.h"
 #include "genai/generator.h"
@@ -182,6 +184,28 @@ void check_batch(const DecoderFixtureSpec& s) {
   auto single = g->generate(prompts[1], greedy(40));
   ASSERT_TRUE(single.is_ok()) << single.status().to_string();
   EXPECT_EQ(single->tokens, (*results)[1].tokens);
+}
+
+// The model builder's Mistral export names its window in genai_config.json
+// only (its GroupQueryAttention nodes have none): Ember applies it, and gives
+// ORT's tokens for the same decoder with the window in the graph.
+TEST(Generation, SlidingWindowFromGenaiConfig) {
+  DecoderFixtureSpec windowless = spec("mistral", "fp32");
+  windowless.window = -1;
+  const std::string dir = make_fixture(windowless);
+  const fs::path config_path = fs::path(dir) / "genai_config.json";
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(config_path));
+  config["model"]["decoder"]["sliding_window"] = {{"window_size", 8}, {"slide_key_value_cache", false},
+                                                  {"slide_inputs", false}, {"layers", nlohmann::json::array()}};
+  std::ofstream(config_path) << config.dump(2);
+  auto g = load(dir);
+  ASSERT_TRUE(g);
+  const auto prompt = prompt_tokens(12, g->config().vocab_size, 0);
+  auto result = g->generate(prompt, greedy());
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  const DecoderFixtureSpec windowed = spec("mistral", "fp32");  // local_window_size 8 in the graph
+  expect_ort_greedy(windowed, make_fixture(windowed), prompt, kNewTokens, result->tokens, g->config(),
+                    "window from genai_config.json");
 }
 
 TEST(Generation, Qwen2Int4Batch3) { check_batch(spec("qwen2", "int4")); }
