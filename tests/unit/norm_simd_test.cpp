@@ -111,6 +111,69 @@ TEST(RowUkernels, NormalizeAndAddInPlace) {
   }
 }
 
+bool same_bits(float a, float b) {
+  uint32_t x, y;
+  std::memcpy(&x, &a, sizeof x);
+  std::memcpy(&y, &b, sizeof y);
+  return x == y || (std::isnan(a) && std::isnan(b));
+}
+
+// The RMS norms' sums and scaling round exactly as row_ukernels.h states (ORT's
+// orders), with the same bits at every level: rows interleaved in every group
+// size, tails of every length, a carried accumulator, and non-finite values.
+TEST(RowUkernels, RmsEntriesRoundAsOrtAtEveryIsa) {
+  const int64_t stride = 1031;
+  for (int64_t n : {0, 1, 3, 4, 7, 8, 12, 15, 16, 17, 20, 23, 64, 899, 1000}) {
+    for (int64_t rows : {1, 2, 3, 4, 5, 7, 8, 11, 17}) {
+      std::vector<float> x = random_values(rows * stride, 60 + static_cast<uint32_t>(n * 31 + rows), -3.0f, 3.0f);
+      if (n > 2 && rows > 2) {
+        x[static_cast<size_t>(stride + 1)] = std::nanf("");
+        x[static_cast<size_t>(2 * stride + n - 1)] = kInf;
+      }
+      std::vector<float> serial(static_cast<size_t>(rows)), lanes8(static_cast<size_t>(rows));
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x.data() + r * stride;
+        float s = 0.5f;  // the carried accumulator
+        for (int64_t i = 0; i < n; ++i) s += xr[i] * xr[i];
+        serial[static_cast<size_t>(r)] = s;
+        float lane[8] = {};
+        const int64_t body = n - n % 8;
+        for (int64_t i = 0; i < body; ++i) lane[i % 8] = std::fma(xr[i], xr[i], lane[i % 8]);
+        float l = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+        for (int64_t i = body; i < n; ++i) l = i < body + (n - body) / 4 * 4 ? l + xr[i] * xr[i] : std::fma(xr[i], xr[i], l);
+        lanes8[static_cast<size_t>(r)] = l;
+      }
+      for (Isa isa : available_isas()) {
+        const RowTable& t = kernels::row_table(isa);
+        std::vector<float> got_serial(static_cast<size_t>(rows), 0.5f), got_lanes8(static_cast<size_t>(rows), -1.0f);
+        t.sum_squares_serial(x.data(), stride, rows, n, got_serial.data());
+        t.sum_squares_lanes8(x.data(), stride, rows, n, got_lanes8.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          const std::string at = where(isa, n) + " rows=" + std::to_string(rows) + " r=" + std::to_string(r);
+          EXPECT_TRUE(same_bits(got_serial[r], serial[r])) << "serial " << at << ": " << got_serial[r] << " vs " << serial[r];
+          EXPECT_TRUE(same_bits(got_lanes8[r], lanes8[r])) << "lanes8 " << at << ": " << got_lanes8[r] << " vs " << lanes8[r];
+        }
+      }
+    }
+  }
+  for (int64_t n : kSizes) {
+    std::vector<float> a = random_values(n, 70), g = random_values(n, 71);
+    if (n > 3) a[1] = std::nanf(""), a[2] = kInf, a[3] = -0.0f;
+    for (float rms : {0.7310586f, 3.0f, 0.0f, kInf}) {
+      for (Isa isa : available_isas()) {
+        Unaligned x(a), y(std::vector<float>(static_cast<size_t>(n), 9.0f));
+        kernels::row_table(isa).rms_scale(x.data(), y.data(), n, rms, g.data());
+        kernels::row_table(isa).rms_scale(x.data(), x.data(), n, rms, g.data());  // in place
+        for (int64_t i = 0; i < n; ++i) {
+          const float want = a[i] / rms * g[i];
+          EXPECT_TRUE(same_bits(y.data()[i], want)) << "rms_scale " << where(isa, n) << " i=" << i << " rms=" << rms;
+          EXPECT_TRUE(same_bits(x.data()[i], want)) << "rms_scale in place " << where(isa, n) << " i=" << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(RowUkernels, MaxMinPropagateNaN) {
   for (Isa isa : available_isas()) {
     const RowTable& t = kernels::row_table(isa);

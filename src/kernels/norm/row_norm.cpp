@@ -4,9 +4,11 @@
 // in the default domain), RMSNormalization (opset 23), and com.microsoft
 // SkipLayerNormalization / SkipSimplifiedLayerNormalization.
 //
-// Statistics are two-pass in f32 (mean, then the sum of squared deviations), so
-// a constant row gives variance exactly 0. f64 LayerNormalization runs the
-// double reference in layer_norm.cpp.
+// The centered norms' statistics are two-pass in f32 (mean, then the sum of
+// squared deviations), so a constant row gives variance exactly 0. The RMS
+// norms round as ONNX Runtime 1.30's CPU kernels do, so that f32 outputs carry
+// ORT's bits (see RmsRounding). f64 LayerNormalization runs the double
+// reference in layer_norm.cpp.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -26,10 +28,30 @@ namespace {
 // 2 threads: 16 Ki elements 2.57 -> 1.86 us, 8 Ki 1.33 -> 1.36 us (method in
 // docs/benchmarks/2026-11-30-thread-grains.md): work of 8 Ki elements or less stays on one thread.
 constexpr int64_t kElementsPerTask = 8192;
+// Rows whose sums of squares run interleaved (row_ukernels.h).
+constexpr int64_t kRmsRowGroup = 8;
+
+// How an RMS norm rounds, as ORT 1.30's CPU kernel for the op does; rms is
+// sqrt(sum_sq / n + epsilon) in f32 either way, and inv_std_var 1 / rms.
+enum class RmsRounding {
+  // Serial sum of squares, y = x / rms * gamma: SkipSimplifiedLayerNormalization
+  // (contrib_ops/cpu/skip_layer_norm.cc, ComputeJob) at every size.
+  kSerialDivide,
+  // SimplifiedLayerNormalization and RMSNormalization (core/providers/cpu/nn/
+  // layer_norm_impl.cc): f32 rows of kMlasMinRow or more go to MLAS's AVX2
+  // kernel (core/mlas/lib/layernorm.cpp's dispatch threshold for Simplified),
+  // sum_squares_lanes8 and y = (x * (1 / rms)) * gamma; shorter rows, and
+  // f16 rows, take the serial loop of kSerialDivide. Not matched: a scale
+  // broadcast over the rows (ORT's offset or double-precision paths; here the
+  // blocked path's serial loop).
+  kLayerNormImpl,
+};
+constexpr int64_t kMlasMinRow = 16;
 
 struct NormConfig {
   std::string op;
   bool rms = false;   // no centering: y = x / sqrt(mean(x^2) + eps) * gamma
+  RmsRounding rms_rounding = RmsRounding::kSerialDivide;
   bool skip = false;  // Skip*: x = input + skip [+ bias] first
   int gamma = 1, beta = -1, skip_input = -1, bias = -1;     // input indices (-1: none)
   int mean_out = -1, inv_std_out = -1, sum_out = -1;        // output indices
@@ -48,6 +70,7 @@ struct RowJob {
   int64_t n = 0;
   float epsilon = 0;
   bool rms = false;
+  RmsRounding rms_rounding = RmsRounding::kSerialDivide;
   const void* x = nullptr;
   const void* skip = nullptr;
   int64_t skip_rows = 1;
@@ -77,17 +100,59 @@ void load_param(const ConvertTable& cvt, const RowJob& job, const ParamView& p, 
 
 struct RowStats {
   float mean = 0, inv_std = 0;
+  float root = 0;  // sqrt(variance + epsilon); for the RMS norms, their divisor
 };
 
-RowStats finish_stats(const RowJob& job, float sum, float sum_sq_dev) {
+// sum_sq: of deviations from the mean (centered), or of the values (RMS).
+RowStats finish_stats(const RowJob& job, float sum, float sum_sq) {
   const float n = static_cast<float>(job.n);
   RowStats s;
   s.mean = job.n > 0 ? sum / n : 0.0f;
-  s.inv_std = 1.0f / std::sqrt((job.n > 0 ? sum_sq_dev / n : 0.0f) + job.epsilon);
+  s.root = std::sqrt((job.n > 0 ? sum_sq / n : 0.0f) + job.epsilon);
+  s.inv_std = 1.0f / s.root;
   return s;
 }
 
-// f32 with contiguous parameters: the row is read in place, three passes in L1.
+// RMS norms, f32 with contiguous gamma: kRmsRowGroup rows at a time, their
+// sums of squares interleaved, then each row scaled; ORT's rounding (RmsRounding).
+void run_rms_rows_f32(const RowTable& t, const RowJob& job, int64_t begin, int64_t end) {
+  const int64_t n = job.n;
+  const float* gamma = static_cast<const float*>(job.gamma.data);
+  for (int64_t r0 = begin; r0 < end; r0 += kRmsRowGroup) {
+    const int64_t rows = std::min(kRmsRowGroup, end - r0);
+    const float* x = static_cast<const float*>(job.x) + r0 * n;
+    if (job.skip) {
+      float* s = static_cast<float*>(job.sum ? job.sum : job.y) + r0 * n;
+      for (int64_t k = 0; k < rows; ++k) {
+        t.add3(x + k * n, static_cast<const float*>(job.skip) + ((r0 + k) % job.skip_rows) * n,
+               static_cast<const float*>(job.bias), s + k * n, n);
+      }
+      x = s;
+    }
+    const bool mlas = job.rms_rounding == RmsRounding::kLayerNormImpl && n >= kMlasMinRow;
+    float sum_sq[kRmsRowGroup] = {};
+    if (mlas) {
+      t.sum_squares_lanes8(x, n, rows, n, sum_sq);
+    } else {
+      t.sum_squares_serial(x, n, rows, n, sum_sq);
+    }
+    for (int64_t k = 0; k < rows; ++k) {
+      const float* xk = x + k * n;
+      const RowStats s = finish_stats(job, job.mean ? t.sum(xk, n) : 0.0f, sum_sq[k]);
+      float* y = static_cast<float*>(job.y) + (r0 + k) * n;
+      if (mlas) {
+        t.normalize(xk, y, n, 0.0f, s.inv_std, gamma, nullptr);
+      } else {
+        t.rms_scale(xk, y, n, s.root, gamma);
+      }
+      if (job.mean) job.mean[r0 + k] = s.mean;
+      if (job.inv_std) job.inv_std[r0 + k] = s.inv_std;
+    }
+  }
+}
+
+// Centered norms, f32 with contiguous parameters: the row is read in place,
+// three passes in L1.
 void run_rows_f32(const RowTable& t, const RowJob& job, int64_t begin, int64_t end) {
   const int64_t n = job.n;
   const float* gamma = static_cast<const float*>(job.gamma.data);
@@ -101,8 +166,8 @@ void run_rows_f32(const RowTable& t, const RowJob& job, int64_t begin, int64_t e
              s, n);
       x = s;
     }
-    const float sum = (!job.rms || job.mean) ? t.sum(x, n) : 0.0f;
-    const float center = job.rms || n == 0 ? 0.0f : sum / static_cast<float>(n);
+    const float sum = t.sum(x, n);
+    const float center = sum / static_cast<float>(n);
     const RowStats s = finish_stats(job, sum, t.sum_sq_dev(x, n, center));
     t.normalize(x, y, n, center, s.inv_std, gamma, beta);
     if (job.mean) job.mean[r] = s.mean;
@@ -143,7 +208,11 @@ void run_rows_blocked(const RowTable& t, const RowJob& job, int64_t begin, int64
     for (int64_t j = 0; j < n; j += kRowBlock) {
       const int64_t len = std::min(kRowBlock, n - j);
       load_row_block(cvt, t, job, r, j, len, buf, tmp);
-      sq += t.sum_sq_dev(buf, len, center);
+      if (job.rms) {
+        t.sum_squares_serial(buf, len, 1, len, &sq);
+      } else {
+        sq += t.sum_sq_dev(buf, len, center);
+      }
     }
     const RowStats s = finish_stats(job, sum, sq);
     for (int64_t j = 0; j < n; j += kRowBlock) {
@@ -152,7 +221,11 @@ void run_rows_blocked(const RowTable& t, const RowJob& job, int64_t begin, int64
       if (job.sum) store_block(cvt, job.dtype, buf, job.sum, r * n + j, len);
       load_param(cvt, job, job.gamma, j, len, g);
       if (job.beta.data) load_param(cvt, job, job.beta, j, len, b);
-      t.normalize(buf, buf, len, center, s.inv_std, g, job.beta.data ? b : nullptr);
+      if (job.rms) {
+        t.rms_scale(buf, buf, len, s.root, g);
+      } else {
+        t.normalize(buf, buf, len, center, s.inv_std, g, job.beta.data ? b : nullptr);
+      }
       store_block(cvt, job.dtype, buf, job.y, r * n + j, len);
     }
     if (job.mean) job.mean[r] = s.mean;
@@ -189,6 +262,7 @@ class RowNormKernel final : public OpKernel {
     job.dtype = dtype_;
     job.epsilon = epsilon_;
     job.rms = c_.rms;
+    job.rms_rounding = c_.rms_rounding;
     job.norm_shape.assign(x.shape().begin() + axis, x.shape().end());
     job.n = shape_numel(job.norm_shape);
     const int64_t rows = job.n == 0 ? 0 : x.numel() / job.n;
@@ -220,7 +294,9 @@ class RowNormKernel final : public OpKernel {
     const RowTable& t = table_;
     const int64_t grain = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(1, job.n));
     threading::parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
-      if (contiguous) {
+      if (contiguous && job.rms) {
+        run_rms_rows_f32(t, job, begin, end);
+      } else if (contiguous) {
         run_rows_f32(t, job, begin, end);
       } else {
         run_rows_blocked(t, job, begin, end);
@@ -309,9 +385,11 @@ Result<NormConfig> norm_config(const ir::Node& node) {
     c.inv_std_out = 2;
   } else if (node.op_type == "SimplifiedLayerNormalization") {
     c.rms = true;
+    c.rms_rounding = RmsRounding::kLayerNormImpl;
     c.inv_std_out = 1;
   } else if (node.op_type == "RMSNormalization") {
     c.rms = true;
+    c.rms_rounding = RmsRounding::kLayerNormImpl;
   } else if (node.op_type == "SkipLayerNormalization") {
     c.skip = true;
     c.skip_input = 1;

@@ -28,6 +28,28 @@ struct RowTable {
                     const float* beta);
   // y = a + b [+ c]; c may be nullptr; y may equal a or b.
   void (*add3)(const float* a, const float* b, const float* c, float* y, int64_t n);
+  // The RMS norms' statistics in the orders ONNX Runtime 1.30's CPU kernels
+  // use, so the norms' outputs (MatMulNBits' int8-quantized activations) carry
+  // ORT's bits; each gives the same bits at every level. For `rows` rows
+  // `stride` apart, of n elements each:
+  //
+  // acc[r] += x[0]^2 + x[1]^2 + ... in index order, each square and each sum
+  // rounded to f32 (no FMA): one serial chain per row, as the scalar loops of
+  // contrib_ops/cpu/skip_layer_norm.cc and core/providers/cpu/nn/layer_norm_impl.cc
+  // sum. The rows' chains interleave, hiding the add latency over a prompt;
+  // acc carries a row across blocks.
+  void (*sum_squares_serial)(const float* x, int64_t stride, int64_t rows, int64_t n, float* acc);
+  // out[r] = the sum of squares of MLAS's AVX2 LayerNorm/RMSNorm kernel
+  // (core/mlas/lib/layernorm_kernel_avx2.cpp), which ORT runs for RMS rows of
+  // 16 or more on AVX2 CPUs: lane l of 8 sums x[8k + l]^2 by FMA over the whole
+  // blocks of 8, the lanes fold as ((0+4) + (2+6)) + ((1+5) + (3+7)), then the
+  // tail of n % 8 adds x[i]^2 serially as ORT's build compiled that loop: the
+  // first 4 when there are 4 or more as s + round(x^2), the others as
+  // fma(x, x, s) (measured against ORT 1.30 for every tail length).
+  void (*sum_squares_lanes8)(const float* x, int64_t stride, int64_t rows, int64_t n, float* out);
+  // y = x / rms * gamma, divided then multiplied (ORT's scalar loops); y may
+  // equal x. normalize() with center 0 gives MLAS's (x * (1/rms)) * gamma.
+  void (*rms_scale)(const float* x, float* y, int64_t n, float rms, const float* gamma);
   // max x (-inf for n == 0); NaN if any x is NaN.
   float (*max)(const float* x, int64_t n);
   // min x (+inf for n == 0); NaN if any x is NaN.

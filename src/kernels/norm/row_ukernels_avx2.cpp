@@ -92,6 +92,67 @@ void f32_add3_avx2_u8(const float* a, const float* b, const float* c, float* y, 
   }
 }
 
+// MLAS's order (row_ukernels.h): 8 lanes by FMA, hsum's fold, then the serial
+// tail, its rounded squares in scalar builtins (which the compiler does not
+// contract into an FMA).
+float sum_squares_lanes8_finish(const float* x, int64_t body, int64_t n, __m256 lanes) {
+  __m128 s = _mm_set_ss(hsum(lanes));
+  const int64_t rounded = body + (n - body) / 4 * 4;
+  for (int64_t i = body; i < rounded; ++i) {
+    const __m128 v = _mm_load_ss(x + i);
+    s = _mm_add_ss(s, _mm_mul_ss(v, v));
+  }
+  for (int64_t i = rounded; i < n; ++i) {
+    const __m128 v = _mm_load_ss(x + i);
+    s = _mm_fmadd_ss(v, v, s);
+  }
+  return _mm_cvtss_f32(s);
+}
+
+// Four rows at a time: four FMA chains in flight instead of one.
+void f32_sum_squares_lanes8_avx2_r4(const float* x, int64_t stride, int64_t rows, int64_t n, float* out) {
+  const int64_t body = n - n % kLanes;
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* x0 = x + r * stride;
+    const float* x1 = x0 + stride;
+    const float* x2 = x1 + stride;
+    const float* x3 = x2 + stride;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    for (int64_t i = 0; i < body; i += kLanes) {
+      const __m256 v0 = _mm256_loadu_ps(x0 + i), v1 = _mm256_loadu_ps(x1 + i);
+      const __m256 v2 = _mm256_loadu_ps(x2 + i), v3 = _mm256_loadu_ps(x3 + i);
+      a0 = _mm256_fmadd_ps(v0, v0, a0);
+      a1 = _mm256_fmadd_ps(v1, v1, a1);
+      a2 = _mm256_fmadd_ps(v2, v2, a2);
+      a3 = _mm256_fmadd_ps(v3, v3, a3);
+    }
+    out[r] = sum_squares_lanes8_finish(x0, body, n, a0);
+    out[r + 1] = sum_squares_lanes8_finish(x1, body, n, a1);
+    out[r + 2] = sum_squares_lanes8_finish(x2, body, n, a2);
+    out[r + 3] = sum_squares_lanes8_finish(x3, body, n, a3);
+  }
+  for (; r < rows; ++r) {
+    const float* xr = x + r * stride;
+    __m256 a = _mm256_setzero_ps();
+    for (int64_t i = 0; i < body; i += kLanes) {
+      const __m256 v = _mm256_loadu_ps(xr + i);
+      a = _mm256_fmadd_ps(v, v, a);
+    }
+    out[r] = sum_squares_lanes8_finish(xr, body, n, a);
+  }
+}
+
+// Divided, then multiplied: ORT's rounding (row_ukernels.h).
+void f32_rms_scale_avx2_u8(const float* x, float* y, int64_t n, float rms, const float* gamma) {
+  const __m256 d = _mm256_set1_ps(rms);
+  for (int64_t i = 0; i < n; i += kLanes) {
+    const __m256i m = tail_mask(n - i);
+    const __m256 v = _mm256_div_ps(_mm256_maskload_ps(x + i, m), d);
+    _mm256_maskstore_ps(y + i, m, _mm256_mul_ps(v, _mm256_maskload_ps(gamma + i, m)));
+  }
+}
+
 template <bool kMax>
 float f32_extreme_avx2_u16(const float* x, int64_t n) {
   const __m256 init = _mm256_set1_ps(kMax ? -__builtin_inff() : __builtin_inff());
@@ -218,6 +279,8 @@ void fill_row_avx2(RowTable& t) {
   t.sum_sq_dev = f32_sum_sq_dev_avx2_u32;
   t.normalize = f32_normalize_avx2_u8;
   t.add3 = f32_add3_avx2_u8;
+  t.sum_squares_lanes8 = f32_sum_squares_lanes8_avx2_r4;
+  t.rms_scale = f32_rms_scale_avx2_u8;
   t.max = f32_extreme_avx2_u16<true>;
   t.min = f32_extreme_avx2_u16<false>;
   t.exp_sum = f32_exp_sum_avx2_rr2_p5_u16;

@@ -108,6 +108,16 @@ void f32_add3_avx512_u16(const float* a, const float* b, const float* c, float* 
   }
 }
 
+// Divided, then multiplied: ORT's rounding (row_ukernels.h).
+void f32_rms_scale_avx512_u16(const float* x, float* y, int64_t n, float rms, const float* gamma) {
+  const __m512 d = _mm512_set1_ps(rms);
+  for (int64_t i = 0; i < n; i += kLanes) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 v = _mm512_maskz_div_ps(m, _mm512_maskz_loadu_ps(m, x + i), d);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, gamma + i)));
+  }
+}
+
 template <bool kMax>
 float f32_extreme_avx512_u32(const float* x, int64_t n) {
   const __m512 init = _mm512_set1_ps(kMax ? -__builtin_inff() : __builtin_inff());
@@ -241,6 +251,8 @@ void fill_row_avx512(RowTable& t) {
   t.sum_sq_dev = f32_sum_sq_dev_avx512_u64;
   t.normalize = f32_normalize_avx512_u16;
   t.add3 = f32_add3_avx512_u16;
+  // sum_squares_lanes8 stays AVX2's: the order it reproduces is 8 lanes wide.
+  t.rms_scale = f32_rms_scale_avx512_u16;
   t.max = f32_extreme_avx512_u32<true>;
   t.min = f32_extreme_avx512_u32<false>;
   t.exp_sum = f32_exp_sum_avx512_rr2_p5_u64;
