@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -95,6 +96,43 @@ TEST(RotaryUkernel, HalfSplitMatchesDoubleAtEveryIsa) {
               EXPECT_EQ(y[2 * n + offset], 123.0f) << "wrote past the end, n=" << n;
             }
           }
+        }
+      }
+    }
+  }
+}
+
+bool same_bits(float a, float b) {
+  uint32_t x, y;
+  std::memcpy(&x, &a, sizeof x);
+  std::memcpy(&y, &b, sizeof y);
+  return x == y || (std::isnan(a) && std::isnan(b));
+}
+
+// Every level rounds as rotary_ukernels.h states (ORT's MLAS AVX2 kernel, its
+// interleaved remainder included), bit for bit.
+TEST(RotaryUkernel, RoundsAsOrtAtEveryIsa) {
+  for (int64_t n : kSizes) {
+    for (bool specials : {false, true}) {
+      const PairData d = random_pairs(n, static_cast<uint32_t>(n * 5 + specials), specials);
+      const int64_t fused = n % 8 == 0 ? n : n - n % 8 + 1;
+      for (Isa isa : available_isas()) {
+        const auto& t = rotary_table(isa);
+        std::vector<float> half(static_cast<size_t>(2 * n)), pairs(static_cast<size_t>(2 * n));
+        t.f32_rotate_half(d.x.data(), d.x.data() + n, d.cos.data(), d.sin.data(), half.data(), half.data() + n, n);
+        t.f32_rotate_pairs(d.x.data(), d.cos.data(), d.sin.data(), pairs.data(), n);
+        for (int64_t i = 0; i < n; ++i) {
+          const std::string at = std::string(isa_name(isa)) + " n=" + std::to_string(n) + " i=" + std::to_string(i);
+          const float c = d.cos[i], s = d.sin[i];
+          float a = d.x[i], b = d.x[n + i];
+          EXPECT_TRUE(same_bits(half[i], std::fma(a, c, -(b * s)))) << "half a' " << at;
+          EXPECT_TRUE(same_bits(half[n + i], std::fma(a, s, b * c))) << "half b' " << at;
+          a = d.x[2 * i], b = d.x[2 * i + 1];
+          const volatile float ac = a * c, bs = b * s, as = a * s, bc = b * c;  // rounded, never fused
+          const float even = i < fused ? std::fma(a, c, -(b * s)) : ac - bs;
+          const float odd = i < fused ? std::fma(a, s, b * c) : as + bc;
+          EXPECT_TRUE(same_bits(pairs[2 * i], even)) << "pairs a' " << at;
+          EXPECT_TRUE(same_bits(pairs[2 * i + 1], odd)) << "pairs b' " << at;
         }
       }
     }
