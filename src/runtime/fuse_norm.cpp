@@ -5,11 +5,13 @@
 // then a residual Add feeding a SimplifiedLayerNormalization becomes one
 // com.microsoft SkipSimplifiedLayerNormalization that also writes the sum, as
 // ONNX Runtime's SkipLayerNorm fusion does. Both kernels compute in f32 with
-// the same formula; only f32 graphs are rewritten, so no rounding step of an
-// f16 graph disappears.
+// the same formula, and the fused node rounds as SimplifiedLayerNormalization
+// does in ORT (kFusedFromSimplifiedAttr), so the outputs keep ORT's bits; only
+// f32 graphs are rewritten, so no rounding step of an f16 graph disappears.
 #include <optional>
 #include <vector>
 
+#include "kernels/norm/norm_ops.h"
 #include "runtime/fusion_util.h"
 #include "runtime/optimizer.h"
 
@@ -208,7 +210,8 @@ size_t fuse_skip_norm(ir::Graph& g) {
     skip.num_explicit_inputs = 3;
     skip.outputs = {norm.outputs[0], ir::kNoValue, ir::kNoValue, sum_needed ? sum : ir::kNoValue};
     // SimplifiedLayerNormalization's default epsilon; the Skip op's is 1e-12.
-    skip.attributes = {float_attribute("epsilon", eps ? eps->f : 1e-5f)};
+    skip.attributes = {float_attribute("epsilon", eps ? eps->f : 1e-5f),
+                       int_attribute(std::string(kernels::kFusedFromSimplifiedAttr), 1)};
     // The Add's slot: both addends are available there, and every reader of
     // the sum or the normalized output comes after it.
     g.nodes[k].removed = true;

@@ -29,7 +29,9 @@
 namespace ember::ortref {
 namespace {
 
-enum class Op { kSimplified, kRms23, kSkip };
+// kAddSimplified: Add -> SimplifiedLayerNormalization as optimum exports it,
+// which Ember fuses into SkipSimplifiedLayerNormalization and ORT runs unfused.
+enum class Op { kSimplified, kRms23, kSkip, kAddSimplified };
 enum class Values {
   kUniform,    // [-2, 2)
   kWide,       // magnitudes 2^-12 .. 2^12, random signs: summation order shows
@@ -47,10 +49,11 @@ struct Param {
 };
 
 std::string describe(const Param& p) {
-  static const char* const kOps[] = {"simplified", "rms23", "skip"};
+  static const char* const kOps[] = {"simplified", "rms23", "skip", "addsimplified"};
   static const char* const kValues[] = {"uniform", "wide", "nonfinite"};
   std::string s = std::string(kOps[static_cast<int>(p.op)]) + "_B" + std::to_string(p.batch) + "_S" +
                   std::to_string(p.seq) + "_H" + std::to_string(p.hidden) + "_" + kValues[static_cast<int>(p.values)];
+  if (p.op == Op::kAddSimplified) s += p.sum_output ? "_sum" : "";
   if (p.op == Op::kSkip) {
     s += p.bias ? "_bias" : "";
     s += p.sum_output ? "_sum" : "";
@@ -120,6 +123,12 @@ Model build_model(const Param& p) {
     mb.add_node("SimplifiedLayerNormalization", {"x", "gamma"}, outputs, {attr_int("axis", -1), eps[0]});
   } else if (p.op == Op::kRms23) {
     mb.add_node("RMSNormalization", {"x", "gamma"}, {"y"}, eps);
+  } else if (p.op == Op::kAddSimplified) {
+    mb.add_input("skip", p.dtype, x_dims);
+    m.inputs.emplace_back("skip", tensor_of(p.dtype, x_dims, draw(rows * h, p.values, rng)));
+    mb.add_node("Add", {"x", "skip"}, {"sum"});
+    if (p.sum_output) mb.add_output("sum", p.dtype, x_dims);
+    mb.add_node("SimplifiedLayerNormalization", {"sum", "gamma"}, {"y"}, {attr_int("axis", -1), eps[0]});
   } else {
     mb.set_opset("com.microsoft", 1);
     mb.add_input("skip", p.dtype, skip_dims);
@@ -251,6 +260,15 @@ std::vector<Param> special() {
       p.dtype = DType::kF16;
       p.seq = 64;
       out.push_back(p);
+    }
+    for (bool sum : {false, true}) {  // Ember's fusion, with and without the sum read elsewhere
+      Param a;
+      a.op = Op::kAddSimplified;
+      a.seq = 9;
+      a.hidden = h;
+      a.sum_output = sum;
+      a.values = Values::kWide;
+      out.push_back(a);
     }
     Param b;  // skip [1, S, H] under [2, S, H]
     b.op = Op::kSkip;

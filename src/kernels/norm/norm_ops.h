@@ -1,8 +1,15 @@
 #pragma once
 // Kernel factories of the normalization family, registered in norm_registry.cpp.
+#include <string_view>
+
 #include "kernels/kernel.h"
 
 namespace ember::kernels {
+
+// Set (an int, 1) on a SkipSimplifiedLayerNormalization that Ember's optimizer
+// fused from Add -> SimplifiedLayerNormalization: it rounds as the latter does
+// in ONNX Runtime, which runs that pair unfused.
+inline constexpr std::string_view kFusedFromSimplifiedAttr = "ember_fused_from_simplified";
 
 // LayerNormalization, SimplifiedLayerNormalization, RMSNormalization and
 // com.microsoft Skip(Simplified)LayerNormalization (row_norm.cpp).

@@ -408,6 +408,9 @@ Result<NormConfig> norm_config(const ir::Node& node) {
     c.mean_out = 1;
     c.inv_std_out = 2;
     c.sum_out = 3;
+    // Ember's fusion of Add -> SimplifiedLayerNormalization (runtime/fuse_norm.cpp)
+    // keeps the rounding ORT gives that pair, which it runs unfused.
+    if (node.find_attr(kFusedFromSimplifiedAttr) != nullptr) c.rms_rounding = RmsRounding::kLayerNormImpl;
   } else {
     return internal_error("create_row_normalization does not implement {}", node.op_type);
   }
