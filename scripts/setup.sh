@@ -75,4 +75,16 @@ fi
 if ! python3 -c "import onnx, numpy, tokenizers, jinja2, onnxruntime_genai" >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check onnx numpy tokenizers jinja2 onnxruntime-genai==0.18.0
 fi
+# The exporters users run, for the real-export tests (tools/real_exports.py):
+# onnxruntime-genai's model builder and Hugging Face optimum on torch, in their
+# own virtual environment with the versions that worked (torch from PyPI brings
+# its CUDA libraries, about 6 GB installed: import torch needs them).
+exporters="$root/third_party/exporters"
+if ! "$exporters/bin/python" -c "import torch, transformers, optimum.exporters.onnx, onnxruntime_genai, onnx_ir" \
+    >/dev/null 2>&1; then
+  python3 -m venv "$exporters"
+  "$exporters/bin/pip" install --quiet --disable-pip-version-check torch==2.15.0 transformers==4.57.6 \
+    optimum==2.1.0 optimum-onnx==0.1.0 onnx==1.23.2 onnx-ir==1.1.0 onnxruntime==1.32.0 \
+    onnxruntime-genai==0.18.0 tokenizers numpy
+fi
 echo "setup: ok (ONNX Runtime in $ort)"

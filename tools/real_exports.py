@@ -318,7 +318,7 @@ def cmd_make(args):
     failed = [name for name, entry in results if entry["status"] != "ok"]
     print(f"{len(results) - len(failed)} exported, {len(failed)} failed ({', '.join(failed) or 'none'}) "
           f"in {time.perf_counter() - start:.0f} s; manifest {manifest_path}")
-    return 0
+    return 1 if failed else 0
 
 
 # ---------------------------------------------------------------- references
