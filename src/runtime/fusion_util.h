@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ir/graph.h"
 
@@ -43,6 +44,14 @@ inline ir::Attribute int_attribute(std::string name, int64_t v) {
   a.name = std::move(name);
   a.type = ir::AttrType::kInt;
   a.i = v;
+  return a;
+}
+
+inline ir::Attribute ints_attribute(std::string name, std::vector<int64_t> v) {
+  ir::Attribute a;
+  a.name = std::move(name);
+  a.type = ir::AttrType::kInts;
+  a.ints = std::move(v);
   return a;
 }
 

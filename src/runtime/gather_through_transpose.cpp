@@ -13,14 +13,6 @@
 namespace ember::runtime {
 namespace {
 
-ir::Attribute ints_attribute(std::string name, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.name = std::move(name);
-  a.type = ir::AttrType::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-
 // The Transpose's permutation over `rank` axes (default: reversed), or empty when malformed.
 std::vector<int64_t> permutation(const ir::Node& transpose, size_t rank) {
   const ir::Attribute* a = transpose.find_attr("perm");
