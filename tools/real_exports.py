@@ -41,9 +41,13 @@ as a substring) it records
           nodes in memory (the builder's Mistral export declares its window only there,
           as Ember applies it); transformers' generate(do_sample=False) if that fails too.
           The row says which. `same`, or the first index where they part.
-          accuracy_level-4 folders may part only at a near-tie of the reference: its top
-          two logits closer than 2 x tolerance x RMS (tolerance 0.1 at <= 2 layers, 0.5
-          deeper: tests/genai/genai_greedy.py) with Ember on the second. For fp32 exports
+          A folder may part only at a near-tie of the reference: its top two logits
+          closer than 2 x tolerance x RMS, Ember's and the reference's choices being
+          those two; the tolerance is
+          0.1 at <= 2 layers and 0.5 deeper for accuracy_level-4 folders (int8
+          activations: tests/genai/genai_greedy.py), 1e-4 for float activations
+          (tests/ort/compare.cpp), where a tie that close is one the reference itself
+          resolves differently between a prefill and its decode steps. For fp32 exports
           the reference is also compared with the transformers model's own greedy ids
           (the export's fidelity, not Ember's).
   logit   max |Ember - ONNX Runtime| / RMS(ONNX Runtime) of the last-position logits after
@@ -61,7 +65,7 @@ as a substring) it records
 It also lists graph features (GroupQueryAttention attributes, MatMulNBits accuracy
 levels, tied embeddings, If nodes) and the ops `ember info` calls unsupported, prints
 markdown tables and the package versions, and exits 1 if Ember fails to load a folder
-or its tokens part from the reference (other than at an accuracy_level-4 near-tie).
+or its tokens part from the reference (other than at a near-tie).
 Export failures are reported, not counted.
 
 Worked with: torch 2.15 (CPU), transformers 4.57.6, optimum 2.1.0 + optimum-onnx 0.1.0,
@@ -556,6 +560,11 @@ def speed(ember, folder, threads, rounds, first_token, reference_name):
 # ---------------------------------------------------------------- check
 
 
+# x RMS of the logits per runtime with float activations: tests/ort/compare.cpp
+# decoder_logits_tolerance, two orders of magnitude above the ~1e-6 measured.
+FLOAT_TOLERANCE = 1e-4
+
+
 def int8_tolerance(layers):
     """x RMS of the logits per runtime with int8 activations (tests/ort/compare.cpp decoder_logits_tolerance)."""
     return 0.1 if layers <= 2 else 0.5
@@ -573,14 +582,16 @@ def compare_tokens(entry, prompt, expected, got, decoder):
     k = first_difference(got, expected)
     if k == min(len(got), len(expected)):
         return f"diverge@{k} (lengths {len(got)} vs {len(expected)})", False
-    if entry["exporter"] != "builder-int4" or decoder is None:
+    if decoder is None:
         return f"diverge@{k}", False
     layers = json.loads((Path(entry["hf"]) / "config.json").read_text())["num_hidden_layers"]
-    tolerance = int8_tolerance(layers)
+    tolerance = int8_tolerance(layers) if entry["exporter"] == "builder-int4" else FLOAT_TOLERANCE
     logits = decoder.logits(prompt + expected[:k])
     top = np.argsort(logits)[::-1][:2]
     gap = (logits[top[0]] - logits[top[1]]) / np.sqrt(np.mean(logits ** 2))
-    tie = top[0] == expected[k] and top[1] == got[k] and gap < 2 * tolerance
+    # The two are the reference's top two, in either order: at a tie this close the
+    # reference's prefill of the same tokens may rank them the other way than its decode did.
+    tie = {int(top[0]), int(top[1])} == {expected[k], got[k]} and gap < 2 * tolerance
     return f"diverge@{k} ({'near-tie' if tie else 'no tie'}: top-2 gap {gap:.3f} x RMS, limit {2 * tolerance})", tie
 
 
