@@ -177,7 +177,7 @@ broken() {  # broken NAME: a fresh copy of the fixture in $tmp/NAME
   rm -rf "$tmp/$1" && cp -r "$tmp/llama" "$tmp/$1"
 }
 broken no_config && rm "$tmp/no_config/genai_config.json"
-expect_error "missing genai_config.json" "no_config/genai_config.json" "$ember" generate "$tmp/no_config" --prompt hi
+expect_error "missing genai_config.json" "no_config: neither genai_config.json .* nor config.json" "$ember" generate "$tmp/no_config" --prompt hi
 broken no_model && rm "$tmp/no_model/model.onnx"
 expect_error "missing model.onnx" "no_model/model.onnx" "$ember" generate "$tmp/no_model" --prompt hi
 broken no_data && rm "$tmp/no_data/model.onnx.data"
