@@ -3,6 +3,7 @@
 onnxruntime-genai's model builder and by Hugging Face optimum, then run by `ember`.
 
 usage:
+  real_exports.py all --out DIR [make's and check's options]   # the whole matrix: make, then check
   real_exports.py make --out DIR [--arch llama,qwen2,...] [--size tiny|small]
                        [--exporters builder-int4,optimum-fp32,...] [--jobs 2]
   real_exports.py check --dir DIR [--ember build/ember] [--only PATTERN,...] [--speed]
@@ -742,29 +743,38 @@ def cmd_check(args):
 def main():
     if sys.argv[1:2] == ["_builder"]:  # internal: the builder subprocess of `make`
         return run_builder(sys.argv[2:])
+    make_opts = argparse.ArgumentParser(add_help=False)
+    make_opts.add_argument("--arch", default="", help=f"comma-separated, of {','.join(ARCHS)} (default: all)")
+    make_opts.add_argument("--size", choices=list(SIZES), default="tiny")
+    make_opts.add_argument("--exporters", default="", help=f"comma-separated, of {','.join(EXPORTERS)} (default: "
+                                                           f"all, transformersjs-fp32 for {TRANSFORMERSJS_ARCH} only)")
+    make_opts.add_argument("--jobs", type=int, default=2, help="exports run at once")
+    check_opts = argparse.ArgumentParser(add_help=False)
+    check_opts.add_argument("--ember", default=str(ROOT / "build" / "ember"))
+    check_opts.add_argument("--only", default="", help="comma-separated globs over folder names (bare word: substring)")
+    check_opts.add_argument("--speed", action="store_true", help="also measure decode tokens/s")
+    check_opts.add_argument("--threads", type=int, default=0, help="threads for speed (default: physical cores)")
+    check_opts.add_argument("--rounds", type=int, default=3, help="interleaved speed rounds (at least 3)")
+    check_opts.add_argument("--json")
+    check_opts.add_argument("--markdown")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    make = commands.add_parser("make", help="build the models and export them")
-    make.add_argument("--out", required=True)
-    make.add_argument("--arch", default="", help=f"comma-separated, of {','.join(ARCHS)} (default: all)")
-    make.add_argument("--size", choices=list(SIZES), default="tiny")
-    make.add_argument("--exporters", default="", help=f"comma-separated, of {','.join(EXPORTERS)} (default: all, "
-                                                      f"transformersjs-fp32 for {TRANSFORMERSJS_ARCH} only)")
-    make.add_argument("--jobs", type=int, default=2, help="exports run at once")
-    check = commands.add_parser("check", help="run Ember on the exports against the references")
-    check.add_argument("--dir", required=True)
-    check.add_argument("--ember", default=str(ROOT / "build" / "ember"))
-    check.add_argument("--only", default="", help="comma-separated globs over folder names (bare word: substring)")
-    check.add_argument("--speed", action="store_true", help="also measure decode tokens/s")
-    check.add_argument("--threads", type=int, default=0, help="threads for speed (default: physical cores)")
-    check.add_argument("--rounds", type=int, default=3, help="interleaved speed rounds (at least 3)")
-    check.add_argument("--json")
-    check.add_argument("--markdown")
+    commands.add_parser("make", parents=[make_opts], help="build the models and export them").add_argument(
+        "--out", required=True)
+    commands.add_parser("check", parents=[check_opts], help="run Ember on the exports against the references"
+                        ).add_argument("--dir", required=True)
+    commands.add_parser("all", parents=[make_opts, check_opts], help="make, then check the same folder").add_argument(
+        "--out", required=True)
     args = parser.parse_args()
-    if args.command == "check" and args.rounds < 3:
+    if args.command != "make" and args.rounds < 3:
         parser.error("--rounds must be at least 3")
-    return cmd_make(args) if args.command == "make" else cmd_check(args)
-
+    if args.command == "make":
+        return cmd_make(args)
+    if args.command == "check":
+        return cmd_check(args)
+    made = cmd_make(args)
+    args.dir = args.out
+    return max(made, cmd_check(args))
 
 if __name__ == "__main__":
     sys.exit(main())
