@@ -13,16 +13,7 @@
 namespace ember::cli {
 namespace {
 
-std::string describe_shape(const ir::Value& v) {
-  if (!v.has_shape) return "?";
-  std::string s = "[";
-  for (size_t i = 0; i < v.shape.size(); ++i) {
-    if (i) s += ",";
-    const ir::Dim& d = v.shape[i];
-    s += d.known() ? std::to_string(d.value) : (d.symbol.empty() ? "?" : d.symbol);
-  }
-  return s + "]";
-}
+std::string describe_shape(const ir::Value& v) { return v.has_shape ? ir::dims_to_string(v.shape) : "?"; }
 
 void count_ops(const ir::Graph& g, std::map<std::string, std::pair<int, bool>>& ops) {
   const auto& registry = kernels::OpRegistry::instance();

@@ -362,6 +362,21 @@ Status parse_search(GenaiConfig& c, const Json& json, SearchConfig& s) {
   return Status::ok();
 }
 
+// The tool-call and reasoning delimiters, by field name.
+constexpr std::pair<std::string_view, int64_t GenaiConfig::*> kNamedTokenIds[] = {
+    {"bot_token_id", &GenaiConfig::bot_token_id},
+    {"eot_token_id", &GenaiConfig::eot_token_id},
+    {"bor_token_id", &GenaiConfig::bor_token_id},
+    {"eor_token_id", &GenaiConfig::eor_token_id},
+};
+
+int64_t* named_token_id(GenaiConfig& c, std::string_view key) {
+  for (const auto& [name, member] : kNamedTokenIds) {
+    if (name == key) return &(c.*member);
+  }
+  return nullptr;
+}
+
 Status parse_model(const Json& json, GenaiConfig& c) {
   EMBER_RETURN_IF_ERROR(expect_object("model", json));
   bool has_decoder = false;
@@ -382,10 +397,8 @@ Status parse_model(const Json& json, GenaiConfig& c) {
     } else if (key == "decoder") {
       has_decoder = true;
       EMBER_RETURN_IF_ERROR(parse_decoder(c, at, value, c.decoder));
-    } else if (key == "bot_token_id" || key == "eot_token_id" || key == "bor_token_id" || key == "eor_token_id") {
-      int64_t& id = key[0] == 'b' ? (key[2] == 't' ? c.bot_token_id : c.bor_token_id)
-                                  : (key[2] == 't' ? c.eot_token_id : c.eor_token_id);
-      EMBER_RETURN_IF_ERROR(read_int(at, value, 0, std::numeric_limits<int32_t>::max(), id));
+    } else if (int64_t* id = named_token_id(c, key)) {
+      EMBER_RETURN_IF_ERROR(read_int(at, value, 0, std::numeric_limits<int32_t>::max(), *id));
     } else {
       EMBER_RETURN_IF_ERROR(known_or_unknown(c, at, key, value, kModelFields));
     }
@@ -407,12 +420,8 @@ Status parse_model(const Json& json, GenaiConfig& c) {
       return invalid_model("genai_config.json: model.eos_token_id {} is not below vocab_size {}", id, c.vocab_size);
     }
   }
-  const std::pair<const char*, int64_t> named_ids[] = {{"bot_token_id", c.bot_token_id},
-                                                       {"eot_token_id", c.eot_token_id},
-                                                       {"bor_token_id", c.bor_token_id},
-                                                       {"eor_token_id", c.eor_token_id}};
-  for (const auto& [name, id] : named_ids) {
-    if (id >= c.vocab_size) {
+  for (const auto& [name, member] : kNamedTokenIds) {
+    if (const int64_t id = c.*member; id >= c.vocab_size) {
       return invalid_model("genai_config.json: model.{} {} is not below vocab_size {}", name, id, c.vocab_size);
     }
   }

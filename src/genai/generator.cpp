@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <numeric>
 #include <random>
 
 #include <fmt/format.h>
@@ -40,14 +42,6 @@ ir::ValueId add_i64_constant(ir::Graph& graph, const std::string& name, int64_t 
   graph.value(id).dtype = DType::kI64;
   graph.value(id).constant = std::move(t);
   return id;
-}
-
-std::string describe_dims(const std::vector<ir::Dim>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) {
-    s += (i ? ", " : "") + (dims[i].known() ? std::to_string(dims[i].value) : dims[i].symbol);
-  }
-  return s + "]";
 }
 
 bool is_scalar_constant(const ir::Graph& graph, ir::ValueId id) {
@@ -115,31 +109,27 @@ bool slice_lm_head_input(ir::Graph& graph, const std::string& logits) {
 // returned, for the warning.
 std::vector<int> apply_sliding_window(ir::Graph& graph, const DecoderConfig& d) {
   const SlidingWindowConfig& w = *d.sliding_window;
-  std::vector<bool> windowed(static_cast<size_t>(d.num_hidden_layers), w.layers.empty());
-  for (int layer : w.layers) windowed[static_cast<size_t>(layer)] = true;
-  std::vector<bool> found(windowed.size(), false);
+  std::vector<int> layers = w.layers;
+  if (layers.empty()) {
+    layers.resize(static_cast<size_t>(d.num_hidden_layers));
+    std::iota(layers.begin(), layers.end(), 0);
+  }
+  std::map<std::string, int> layer_of_past;  // past key input -> windowed layer
+  for (int layer : layers) layer_of_past[layer_name(d.past_key_names, layer)] = layer;
   for (ir::Node& node : graph.nodes) {
     if (node.op_type != "GroupQueryAttention" || node.inputs.size() < 4 || node.inputs[3] == ir::kNoValue) continue;
-    const std::string& past = graph.value(node.inputs[3]).name;
-    for (size_t layer = 0; layer < windowed.size(); ++layer) {
-      if (!windowed[layer] || past != layer_name(d.past_key_names, static_cast<int>(layer))) continue;
-      found[layer] = true;
-      auto it = std::find_if(node.attributes.begin(), node.attributes.end(),
-                             [](const ir::Attribute& a) { return a.name == "local_window_size"; });
-      if (it == node.attributes.end()) {
-        ir::Attribute a;
-        a.name = "local_window_size";
-        a.type = ir::AttrType::kInt;
-        it = node.attributes.insert(node.attributes.end(), std::move(a));
-        it->i = -1;
-      }
-      if (it->i <= 0) it->i = w.window_size;
+    if (layer_of_past.erase(graph.value(node.inputs[3]).name) == 0) continue;
+    auto it = std::find_if(node.attributes.begin(), node.attributes.end(),
+                           [](const ir::Attribute& a) { return a.name == "local_window_size"; });
+    if (it == node.attributes.end()) {
+      node.attributes.push_back({.name = "local_window_size", .type = ir::AttrType::kInt, .i = w.window_size});
+    } else if (it->i <= 0) {
+      it->i = w.window_size;
     }
   }
   std::vector<int> missing;
-  for (size_t layer = 0; layer < windowed.size(); ++layer) {
-    if (windowed[layer] && !found[layer]) missing.push_back(static_cast<int>(layer));
-  }
+  for (const auto& [name, layer] : layer_of_past) missing.push_back(layer);
+  std::sort(missing.begin(), missing.end());
   return missing;
 }
 
@@ -299,7 +289,7 @@ Status Generator::bind_io() {
     if (dims.size() != 4 || (dims[1].known() && dims[1].value != d.num_key_value_heads) ||
         (dims[3].known() && dims[3].value != d.head_size) || info.dtype != kv_dtype_) {
       return invalid_model("{}: decoder input '{}' is declared {} {}; the config says [batch, {}, sequence, {}] {}",
-                           config_.dir, info.name, dtype_name(info.dtype), describe_dims(dims),
+                           config_.dir, info.name, dtype_name(info.dtype), ir::dims_to_string(dims),
                            d.num_key_value_heads, d.head_size, dtype_name(kv_dtype_));
     }
   }

@@ -5,6 +5,15 @@
 
 namespace ember::ir {
 
+std::string dims_to_string(const std::vector<Dim>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ",";
+    s += dims[i].known() ? std::to_string(dims[i].value) : (dims[i].symbol.empty() ? "?" : dims[i].symbol);
+  }
+  return s + "]";
+}
+
 std::string_view attr_type_name(AttrType t) {
   switch (t) {
     case AttrType::kFloat: return "float";

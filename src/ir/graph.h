@@ -50,6 +50,9 @@ struct Dim {
   bool known() const { return value >= 0; }
 };
 
+// "[1,2,past_sequence_length,64]": known sizes, symbols, "?" for an unnamed unknown.
+std::string dims_to_string(const std::vector<Dim>& dims);
+
 struct Value {
   std::string name;
   DType dtype = DType::kUndefined;
