@@ -21,7 +21,7 @@ void attend_reference(const AttentionSpec& spec, const AttentionSlice& s) {
       const int64_t first = slice_key_first(s, r), end = slice_key_end(s, r);
       double max = -std::numeric_limits<double>::infinity();
       for (int64_t t = first; t < end; ++t) {
-        const float* k = s.k + t * s.k_row_stride;
+        const float* k = slice_key(s, t);
         double dot = 0;
         for (int64_t d = 0; d < spec.head_size; ++d) dot += static_cast<double>(q[d]) * k[d];
         double x = spec.scale * dot;
@@ -42,7 +42,7 @@ void attend_reference(const AttentionSpec& spec, const AttentionSlice& s) {
         for (int64_t t = first; t < end; ++t) {
           const double p = std::exp(score[static_cast<size_t>(t)] - max);
           sum += p;
-          const float* v = s.v + t * s.v_row_stride;
+          const float* v = slice_value(s, t);
           for (int64_t d = 0; d < spec.v_head_size; ++d) acc[static_cast<size_t>(d)] += p * v[d];
         }
       }

@@ -1,11 +1,14 @@
 // attend()'s optimized path.
 //
-// Decode (every slice has at most kDecodeRows rows): each (slice, row) splits its
-// visible keys into chunks of kKeyChunk. One work item scores a chunk for all the
-// slice's heads (each key row read once for the group), takes the chunk's max m,
-// p = exp(score - m), l = sum p and acc = sum p v; a second pass merges the
-// chunks of every row in chunk order (out = sum acc_c e^(m_c - M) / sum l_c e^(m_c - M)).
-// Chunks are fixed by the shapes, so the result is the same for any thread count.
+// Decode (every slice has at most kDecodeRows rows, or any rows when the spec is
+// row-invariant or the slices paged): each (slice, row) splits its visible keys
+// into chunks of kKeyChunk from its first visible key. One work item scores a
+// chunk for all the slice's heads (each key row read once for the group), takes
+// the chunk's max m, p = exp(score - m), l = sum p and acc = sum p v; a second
+// pass merges the chunks of every row in chunk order
+// (out = sum acc_c e^(m_c - M) / sum l_c e^(m_c - M)). Chunks are fixed by the
+// row's own visible keys, so a row's result is the same for any thread count and
+// whatever other rows share the call.
 //
 // Prompt (more rows): K^T and V of each slice are packed once into GEMM panels;
 // a work item is one head and a block of kRowBlock rows: S = scale Q K^T over the
@@ -32,6 +35,10 @@ constexpr int64_t kDecodeRows = 4;
 // Keys per decode work item: its scores (heads x 256 floats) stay in L1.
 constexpr int64_t kKeyChunk = 256;
 constexpr int64_t kRowBlock = 64;
+// Decode partials held at once (4 MiB): long prompt chunks of a row-invariant
+// call run in waves of rows instead of one buffer of rows x chunks partials; a
+// wave still holds thousands of items.
+constexpr int64_t kPartialFloats = int64_t{1} << 20;
 // Multiply-adds a parallel_for range should hold before a second thread pays.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
 
@@ -47,6 +54,7 @@ thread_local AlignedBuffer t_partials;
 thread_local AlignedBuffer t_packed;
 thread_local std::vector<AttentionSlice> t_slices;
 thread_local std::vector<int64_t> t_offsets;
+thread_local std::vector<int64_t> t_rows_before;
 
 struct Kernels {
   const AttentionTable& attn = attention_table();
@@ -90,6 +98,30 @@ int64_t chunks_of(const AttentionSlice& s, int64_t r) {
   return std::max<int64_t>(1, (len + kKeyChunk - 1) / kKeyChunk);
 }
 
+// Calls fn(offset, k, v, n) for keys [first, first + count) in order, as runs
+// of rows that lie at a fixed stride in memory: one run for a contiguous slice,
+// one per block (adjacent blocks that are adjacent in memory joined) for a
+// paged one. The microkernels give each key's score the same bits wherever it
+// sits in a call, and f32_pv accumulates keys in order through memory, so a
+// chunk cut into runs gives the bits of one call over the same keys in a row.
+template <typename Fn>
+void for_each_key_run(const AttentionSlice& s, int64_t first, int64_t count, Fn&& fn) {
+  if (!s.blocks) {
+    fn(0, s.k + first * s.k_row_stride, s.v + first * s.v_row_stride, count);
+    return;
+  }
+  const int64_t br = s.block_rows, end = first + count;
+  const bool joinable = s.k_block_stride == br * s.k_row_stride && s.v_block_stride == br * s.v_row_stride;
+  for (int64_t t = first; t < end;) {
+    int64_t run_end = std::min(end, (t / br + 1) * br);
+    while (joinable && run_end < end && s.blocks[run_end / br] == s.blocks[run_end / br - 1] + 1) {
+      run_end = std::min(end, run_end + br);
+    }
+    fn(t - first, slice_key(s, t), slice_value(s, t), run_end - t);
+    t = run_end;
+  }
+}
+
 void decode_item(const Kernels& kn, const AttentionSpec& spec, const AttentionSlice& s, int64_t r, int64_t c,
                  float* partial, int64_t stride) {
   const int64_t first = slice_key_first(s, r) + c * kKeyChunk;
@@ -102,8 +134,11 @@ void decode_item(const Kernels& kn, const AttentionSpec& spec, const AttentionSl
     std::fill(ph + 2, ph + 2 + spec.v_head_size, 0.0f);
   }
   if (n == 0) return;
-  kn.attn.f32_qk(s.q + r * s.q_row_stride, s.q_head_stride, s.heads, s.k + first * s.k_row_stride, s.k_row_stride, n,
-                 spec.head_size, spec.scale, scores, kKeyChunk);
+  const float* q = s.q + r * s.q_row_stride;
+  for_each_key_run(s, first, n, [&](int64_t at, const float* k, const float*, int64_t len) {
+    kn.attn.f32_qk(q, s.q_head_stride, s.heads, k, s.k_row_stride, len, spec.head_size, spec.scale, scores + at,
+                   kKeyChunk);
+  });
   for (int64_t h = 0; h < s.heads; ++h) {
     float* row = scores + h * kKeyChunk;
     adjust_scores(kn, spec, row_bias(s, h, r), first, row, n);
@@ -111,8 +146,9 @@ void decode_item(const Kernels& kn, const AttentionSpec& spec, const AttentionSl
     partial[h * stride] = m;
     partial[h * stride + 1] = l;
   }
-  kn.attn.f32_pv(scores, kKeyChunk, s.heads, s.v + first * s.v_row_stride, s.v_row_stride, n, spec.v_head_size,
-                 partial + 2, stride);
+  for_each_key_run(s, first, n, [&](int64_t at, const float*, const float* v, int64_t len) {
+    kn.attn.f32_pv(scores + at, kKeyChunk, s.heads, v, s.v_row_stride, len, spec.v_head_size, partial + 2, stride);
+  });
 }
 
 void decode_merge(const AttentionSpec& spec, const AttentionSlice& s, int64_t r, int64_t chunks, const float* partial,
@@ -138,17 +174,30 @@ void decode_merge(const AttentionSpec& spec, const AttentionSlice& s, int64_t r,
   }
 }
 
+// The slice holding call row g (rows numbered across slices): the last i with
+// rows_before[i] <= g, so slices without rows are skipped.
+size_t slice_of_row(const std::vector<int64_t>& rows_before, int64_t g) {
+  return static_cast<size_t>(std::upper_bound(rows_before.begin(), rows_before.end(), g) - rows_before.begin()) - 1;
+}
+
 void attend_decode(const Kernels& kn, const AttentionSpec& spec, std::span<const AttentionSlice> slices) {
-  // offsets[i * kDecodeRows + r]: the first work item of (slice i, row r), one per key chunk.
+  // Rows are numbered across the call: row g is row g - rows_before[i] of slice i.
+  // offsets[g] is the first work item of row g, one per key chunk.
+  std::vector<int64_t>& rows_before = t_rows_before;
+  rows_before.assign(slices.size() + 1, 0);
+  int64_t max_heads = 1;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    rows_before[i + 1] = rows_before[i] + slices[i].rows;
+    max_heads = std::max(max_heads, slices[i].heads);
+  }
+  const int64_t rows = rows_before.back();
   std::vector<int64_t>& offsets = t_offsets;
-  offsets.assign(slices.size() * kDecodeRows + 1, 0);
-  int64_t items = 0, macs = 0, max_heads = 1;
+  offsets.assign(static_cast<size_t>(rows) + 1, 0);
+  int64_t items = 0, macs = 0;
   for (size_t i = 0; i < slices.size(); ++i) {
     const AttentionSlice& s = slices[i];
-    max_heads = std::max(max_heads, s.heads);
-    for (int64_t r = 0; r < kDecodeRows; ++r) {
-      offsets[i * kDecodeRows + static_cast<size_t>(r)] = items;
-      if (r >= s.rows) continue;
+    for (int64_t r = 0; r < s.rows; ++r) {
+      offsets[static_cast<size_t>(rows_before[i] + r)] = items;
       items += chunks_of(s, r);
       macs += (slice_key_end(s, r) - slice_key_first(s, r)) * s.heads * (spec.head_size + spec.v_head_size);
     }
@@ -156,27 +205,39 @@ void attend_decode(const Kernels& kn, const AttentionSpec& spec, std::span<const
   offsets.back() = items;
   const int64_t stride = 2 + spec.v_head_size;
   const int64_t item_floats = max_heads * stride;
-  float* partials = grow(t_partials, items * item_floats);
   const bool parallel = macs >= kMinParallelMacs;
-  threading::parallel_for(items, parallel ? 1 : std::max<int64_t>(items, 1), [&](int64_t begin, int64_t end) {
-    auto pos = static_cast<size_t>(std::upper_bound(offsets.begin(), offsets.end(), begin) - offsets.begin()) - 1;
-    for (int64_t it = begin; it < end; ++it) {
-      while (offsets[pos + 1] <= it) ++pos;
-      const AttentionSlice& s = slices[pos / kDecodeRows];
-      decode_item(kn, spec, s, static_cast<int64_t>(pos % kDecodeRows), it - offsets[pos], partials + it * item_floats,
-                  stride);
+  // Waves of whole rows whose partials fit kPartialFloats (at least one row each).
+  for (int64_t g0 = 0; g0 < rows;) {
+    int64_t g1 = g0 + 1;
+    while (g1 < rows && (offsets[static_cast<size_t>(g1) + 1] - offsets[static_cast<size_t>(g0)]) * item_floats <=
+                            kPartialFloats) {
+      ++g1;
     }
-  });
-  const auto pairs = static_cast<int64_t>(slices.size()) * kDecodeRows;
-  threading::parallel_for(pairs, parallel ? 1 : std::max<int64_t>(pairs, 1), [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      const AttentionSlice& s = slices[static_cast<size_t>(p / kDecodeRows)];
-      if (p % kDecodeRows >= s.rows) continue;
-      const int64_t first = offsets[static_cast<size_t>(p)];
-      decode_merge(spec, s, p % kDecodeRows, offsets[static_cast<size_t>(p) + 1] - first,
-                   partials + first * item_floats, item_floats, stride);
-    }
-  });
+    const int64_t item0 = offsets[static_cast<size_t>(g0)];
+    const int64_t wave_items = offsets[static_cast<size_t>(g1)] - item0;
+    float* partials = grow(t_partials, wave_items * item_floats);
+    threading::parallel_for(wave_items, parallel ? 1 : std::max<int64_t>(wave_items, 1), [&](int64_t begin,
+                                                                                             int64_t end) {
+      auto g = static_cast<size_t>(std::upper_bound(offsets.begin(), offsets.end(), item0 + begin) - offsets.begin()) - 1;
+      size_t i = slice_of_row(rows_before, static_cast<int64_t>(g));
+      for (int64_t it = item0 + begin; it < item0 + end; ++it) {
+        while (offsets[g + 1] <= it) ++g;
+        while (rows_before[i + 1] <= static_cast<int64_t>(g)) ++i;
+        decode_item(kn, spec, slices[i], static_cast<int64_t>(g) - rows_before[i], it - offsets[g],
+                    partials + (it - item0) * item_floats, stride);
+      }
+    });
+    const int64_t wave_rows = g1 - g0;
+    threading::parallel_for(wave_rows, parallel ? 1 : wave_rows, [&](int64_t begin, int64_t end) {
+      for (int64_t g = g0 + begin; g < g0 + end; ++g) {
+        const size_t i = slice_of_row(rows_before, g);
+        const int64_t first = offsets[static_cast<size_t>(g)];
+        decode_merge(spec, slices[i], g - rows_before[i], offsets[static_cast<size_t>(g) + 1] - first,
+                     partials + (first - item0) * item_floats, item_floats, stride);
+      }
+    });
+    g0 = g1;
+  }
 }
 
 // ---- prompt ----
@@ -296,11 +357,13 @@ void attend_fast(const AttentionSpec& spec, int64_t count, threading::FunctionRe
   std::vector<AttentionSlice>& slices = t_slices;
   slices.clear();
   int64_t max_rows = 0;
+  bool paged = false;
   for (int64_t i = 0; i < count; ++i) {
     slices.push_back(slice(i));
     max_rows = std::max(max_rows, slices.back().rows);
+    paged = paged || slices.back().blocks;
   }
-  if (max_rows <= kDecodeRows) {
+  if (max_rows <= kDecodeRows || spec.row_invariant || paged) {
     attend_decode(kernels, spec, slices);
   } else {
     attend_prompt(kernels, spec, slices);

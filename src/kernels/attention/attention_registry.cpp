@@ -2,7 +2,9 @@
 
 #include "kernels/attention/attention_ops.h"
 #include "kernels/attention/group_query_attention.h"
+#include "kernels/attention/paged_attention.h"
 #include "kernels/attention/rotary.h"
+#include "kernels/elementwise/fused_elementwise.h"
 #include "kernels/registry.h"
 
 namespace ember::kernels {
@@ -14,6 +16,7 @@ void register_attention_ops(OpRegistry& r) {
   r.add({"com.microsoft", "MultiHeadAttention", 1, INT_MAX, attention::create_multi_head_attention});
   r.add({"com.microsoft", "Attention", 1, INT_MAX, attention::create_attention_contrib});
   r.add({"", "Attention", 23, INT_MAX, attention::create_attention_onnx});
+  r.add({kEmberDomain, attention::kPagedAttentionOp, 1, INT_MAX, attention::create_paged_attention});
 }
 
 }  // namespace ember::kernels
