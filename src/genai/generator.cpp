@@ -3,15 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
-#include <limits>
-#include <map>
-#include <numeric>
 #include <random>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "genai/decoder_io.h"
+#include "genai/decoder_rewrites.h"
 #include "genai/model_folder.h"
 #include "onnx/model_loader.h"
 
@@ -24,113 +22,8 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-int find_io(const std::vector<runtime::IoInfo>& infos, const std::string& name) {
-  for (size_t i = 0; i < infos.size(); ++i) {
-    if (infos[i].name == name) return static_cast<int>(i);
-  }
-  return -1;
-}
-
 bool has_op(const ir::Graph& graph, std::string_view op_type) {
   return std::any_of(graph.nodes.begin(), graph.nodes.end(), [&](const ir::Node& n) { return n.op_type == op_type; });
-}
-
-ir::ValueId add_i64_constant(ir::Graph& graph, const std::string& name, int64_t v) {
-  const ir::ValueId id = graph.add_value(name);
-  Tensor t = Tensor::allocate(DType::kI64, {1});
-  t.data_as<int64_t>()[0] = v;
-  graph.value(id).dtype = DType::kI64;
-  graph.value(id).constant = std::move(t);
-  return id;
-}
-
-bool is_scalar_constant(const ir::Graph& graph, ir::ValueId id) {
-  const ir::Value& v = graph.value(id);
-  return v.constant.has_value() && v.constant->numel() == 1;
-}
-
-// Generation reads the logits of the last position only, so the LM head (the
-// MatMul / MatMulNBits behind the logits output, with at most an elementwise
-// softcap after it) gets hidden[:, -1:, :] instead of all S positions: a
-// 512-token prefill of a 150k vocabulary skips 511 rows of the largest
-// matrix (a quarter of Qwen2.5-0.5B's weights) and a 300 MB logits buffer.
-// Returns false, changing nothing, when the graph has another form.
-bool slice_lm_head_input(ir::Graph& graph, const std::string& logits) {
-  const ir::ValueId out = graph.find_value(logits);
-  if (out == ir::kNoValue || graph.value(out).producer < 0) return false;
-  std::vector<ir::ValueId> chain = {out};
-  ir::NodeId head = graph.value(out).producer;
-  while (graph.node(head).op_type != "MatMul" && graph.node(head).op_type != "MatMulNBits") {
-    const ir::Node& n = graph.node(head);
-    static constexpr std::string_view kElementwise[] = {"Mul", "Div", "Add", "Sub", "Tanh", "Cast"};
-    if (std::find(std::begin(kElementwise), std::end(kElementwise), n.op_type) == std::end(kElementwise)) return false;
-    ir::ValueId next = ir::kNoValue;
-    for (ir::ValueId in : n.inputs) {
-      if (is_scalar_constant(graph, in)) continue;
-      if (next != ir::kNoValue) return false;
-      next = in;
-    }
-    if (next == ir::kNoValue || graph.value(next).producer < 0 || graph.value(next).consumers.size() != 1) return false;
-    chain.push_back(next);
-    head = graph.value(next).producer;
-  }
-  // Logits declared [batch, sequence, vocab]: a 2-D weight and scalar
-  // elementwise ops keep the rank, so the head's input is [batch, sequence, hidden].
-  if (!graph.value(out).has_shape || graph.value(out).shape.size() != 3) return false;
-  const ir::ValueId hidden = graph.node(head).inputs.front();
-  const ir::Value& h = graph.value(hidden);
-  ir::Node slice;
-  slice.name = "ember_genai/lm_head_last_position";
-  slice.op_type = "Slice";
-  slice.opset = graph.opsets.count("") ? graph.opsets.at("") : 13;
-  const ir::ValueId sliced = graph.add_value(slice.name + "/output");
-  graph.value(sliced).dtype = h.dtype;
-  slice.inputs = {hidden, add_i64_constant(graph, slice.name + "/starts", -1),
-                  add_i64_constant(graph, slice.name + "/ends", std::numeric_limits<int64_t>::max()),
-                  add_i64_constant(graph, slice.name + "/axes", 1)};
-  slice.num_explicit_inputs = slice.inputs.size();
-  slice.outputs = {sliced};
-  graph.node(head).inputs.front() = sliced;
-  graph.nodes.push_back(std::move(slice));
-  // The declared [batch, sequence, vocab] no longer holds: the sequence is 1.
-  for (ir::ValueId v : chain) {
-    graph.value(v).has_shape = false;
-    graph.value(v).shape.clear();
-  }
-  return true;
-}
-
-// genai_config.json's sliding_window on the decoder's GroupQueryAttention
-// nodes: each windowed layer (every layer when `layers` is empty) without a
-// window of its own gets local_window_size = window_size. The model builder's
-// Mistral export declares the window in genai_config.json only, so its graph
-// alone would attend to the whole context where Mistral attends to the
-// window. A windowed layer whose attention is not GroupQueryAttention is
-// returned, for the warning.
-std::vector<int> apply_sliding_window(ir::Graph& graph, const DecoderConfig& d) {
-  const SlidingWindowConfig& w = *d.sliding_window;
-  std::vector<int> layers = w.layers;
-  if (layers.empty()) {
-    layers.resize(static_cast<size_t>(d.num_hidden_layers));
-    std::iota(layers.begin(), layers.end(), 0);
-  }
-  std::map<std::string, int> layer_of_past;  // past key input -> windowed layer
-  for (int layer : layers) layer_of_past[layer_name(d.past_key_names, layer)] = layer;
-  for (ir::Node& node : graph.nodes) {
-    if (node.op_type != "GroupQueryAttention" || node.inputs.size() < 4 || node.inputs[3] == ir::kNoValue) continue;
-    if (layer_of_past.erase(graph.value(node.inputs[3]).name) == 0) continue;
-    auto it = std::find_if(node.attributes.begin(), node.attributes.end(),
-                           [](const ir::Attribute& a) { return a.name == "local_window_size"; });
-    if (it == node.attributes.end()) {
-      node.attributes.push_back({.name = "local_window_size", .type = ir::AttrType::kInt, .i = w.window_size});
-    } else if (it->i <= 0) {
-      it->i = w.window_size;
-    }
-  }
-  std::vector<int> missing;
-  for (const auto& [name, layer] : layer_of_past) missing.push_back(layer);
-  std::sort(missing.begin(), missing.end());
-  return missing;
 }
 
 }  // namespace
@@ -154,6 +47,7 @@ const char* stop_reason_name(StopReason reason) {
     case StopReason::kEos: return "eos";
     case StopReason::kMaxNewTokens: return "max_new_tokens";
     case StopReason::kCallback: return "callback";
+    case StopReason::kCancelled: return "cancelled";
     case StopReason::kContextFull: return "context_full";
   }
   return "unknown";
@@ -200,7 +94,7 @@ Result<std::unique_ptr<Generator>> Generator::create(GenaiConfig config, const G
           fmt::join(missing, ", ")));
     }
   }
-  g->last_position_logits_ = slice_lm_head_input(graph, g->config_.decoder.logits);
+  g->last_position_logits_ = restrict_lm_head(graph, g->config_.decoder.logits, LogitsRows::kLastPosition);
   if (g->last_position_logits_) {
     EMBER_RETURN_IF_ERROR(graph.rebuild_links());
     EMBER_RETURN_IF_ERROR(graph.topological_sort());
@@ -226,85 +120,23 @@ Result<std::unique_ptr<Generator>> Generator::create(GenaiConfig config, const G
   return g;
 }
 
-int64_t Generator::kv_cache_bytes() const {
-  int64_t bytes = 0;
-  for (const auto& copy : cache_) {
-    for (const Tensor& t : copy) bytes += static_cast<int64_t>(t.nbytes());
-  }
-  return bytes;
-}
+int64_t Generator::kv_cache_bytes() const { return cache_->bytes(); }
 
 Status Generator::bind_io() {
-  const DecoderConfig& d = config_.decoder;
-  const auto& inputs = session_->inputs();
-  const auto& outputs = session_->outputs();
-  input_ids_at_ = find_io(inputs, d.input_ids);
-  attention_mask_at_ = find_io(inputs, d.attention_mask);
-  position_ids_at_ = find_io(inputs, d.position_ids);
-  logits_at_ = find_io(outputs, d.logits);
-  if (input_ids_at_ < 0) {
-    return invalid_model("{}: the decoder has no input '{}' (input_ids)", config_.dir, d.input_ids);
-  }
-  if (logits_at_ < 0) return invalid_model("{}: the decoder has no output '{}' (logits)", config_.dir, d.logits);
-  if (outputs[static_cast<size_t>(logits_at_)].dtype != DType::kF32) {
-    return not_implemented("{}: logits of type {}: Ember samples from float32 logits", config_.dir,
-                           dtype_name(outputs[static_cast<size_t>(logits_at_)].dtype));
-  }
-  for (int layer = 0; layer < d.num_hidden_layers; ++layer) {
-    for (const std::string* name : {&d.past_key_names, &d.past_value_names}) {
-      const std::string n = layer_name(*name, layer);
-      const int at = find_io(inputs, n);
-      if (at < 0) {
-        return invalid_model("{}: the decoder has no input '{}' (layer {} of {})", config_.dir, n, layer,
-                             d.num_hidden_layers);
-      }
-      past_at_.push_back(at);
-    }
-    for (const std::string* name : {&d.present_key_names, &d.present_value_names}) {
-      const std::string n = layer_name(*name, layer);
-      const int at = find_io(outputs, n);
-      if (at < 0) {
-        return invalid_model("{}: the decoder has no output '{}' (layer {} of {})", config_.dir, n, layer,
-                             d.num_hidden_layers);
-      }
-      present_at_.push_back(at);
-    }
-  }
-  const size_t known = 1 + (attention_mask_at_ >= 0) + (position_ids_at_ >= 0) + past_at_.size();
-  if (known != inputs.size()) {
-    for (const runtime::IoInfo& info : inputs) {
-      bool listed = info.name == d.input_ids || info.name == d.attention_mask || info.name == d.position_ids;
-      for (int at : past_at_) listed = listed || inputs[static_cast<size_t>(at)].name == info.name;
-      if (!listed && !info.has_default) {
-        return invalid_model("{}: decoder input '{}' is none of those genai_config.json names", config_.dir, info.name);
-      }
-    }
-  }
-  kv_dtype_ = inputs[static_cast<size_t>(past_at_.front())].dtype;
-  // [batch, kv_heads, sequence, head_size] where the graph declares them.
-  for (int at : past_at_) {
-    const runtime::IoInfo& info = inputs[static_cast<size_t>(at)];
-    if (!info.has_shape) continue;
-    const std::vector<ir::Dim>& dims = info.shape;
-    if (dims.size() != 4 || (dims[1].known() && dims[1].value != d.num_key_value_heads) ||
-        (dims[3].known() && dims[3].value != d.head_size) || info.dtype != kv_dtype_) {
-      return invalid_model("{}: decoder input '{}' is declared {} {}; the config says [batch, {}, sequence, {}] {}",
-                           config_.dir, info.name, dtype_name(info.dtype), ir::dims_to_string(dims),
-                           d.num_key_value_heads, d.head_size, dtype_name(kv_dtype_));
-    }
-  }
+  EMBER_ASSIGN_OR_RETURN(io_, bind_decoder_io(config_, *session_));
   return Status::ok();
 }
 
 void Generator::allocate_cache() {
-  const size_t n = past_at_.size();
-  for (int copy = 0; copy < (shared_ ? 1 : 2); ++copy) {
-    for (size_t i = 0; i < n; ++i) {
-      cache_[copy].push_back(Tensor::allocate(kv_dtype_, {shared_ ? max_batch_ : 1, kv_heads_, capacity_, head_size_}));
-    }
+  const size_t n = io_.past.size();
+  const KvShape shape{static_cast<int64_t>(n), kv_heads_, head_size_, io_.kv_dtype};
+  if (shared_) {
+    auto shared = std::make_unique<SharedBufferKvCache>(shape, max_batch_, capacity_);
+    batched_cache_ = shared.get();
+    cache_ = std::move(shared);
+  } else {
+    cache_ = std::make_unique<DoubleBufferKvCache>(shape, capacity_);
   }
-  past_views_.resize(n);
-  present_views_.resize(n);
   ids_ = Tensor::allocate(DType::kI64, {capacity_});
   positions_ = Tensor::allocate(DType::kI64, {capacity_});
   mask_ = Tensor::allocate(DType::kI64, {capacity_});
@@ -312,14 +144,13 @@ void Generator::allocate_cache() {
   if (shared_ && max_batch_ > 1) batch_mask_ = Tensor::allocate(DType::kI64, {max_batch_ * capacity_});
   inputs_.assign(session_->inputs().size(), nullptr);
   outputs_.assign(session_->outputs().size(), nullptr);
-  inputs_[static_cast<size_t>(input_ids_at_)] = &ids_view_;
-  if (attention_mask_at_ >= 0) inputs_[static_cast<size_t>(attention_mask_at_)] = &mask_view_;
-  if (position_ids_at_ >= 0) inputs_[static_cast<size_t>(position_ids_at_)] = &positions_view_;
-  outputs_[static_cast<size_t>(logits_at_)] = &logits_view_;
+  inputs_[static_cast<size_t>(io_.input_ids)] = &ids_view_;
+  if (io_.attention_mask >= 0) inputs_[static_cast<size_t>(io_.attention_mask)] = &mask_view_;
+  if (io_.position_ids >= 0) inputs_[static_cast<size_t>(io_.position_ids)] = &positions_view_;
+  outputs_[static_cast<size_t>(io_.logits)] = &logits_view_;
   for (size_t i = 0; i < n; ++i) {
-    // Shared: one view, bound as past and present.
-    inputs_[static_cast<size_t>(past_at_[i])] = &past_views_[i];
-    outputs_[static_cast<size_t>(present_at_[i])] = shared_ ? &past_views_[i] : &present_views_[i];
+    inputs_[static_cast<size_t>(io_.past[i])] = cache_->past(i);
+    outputs_[static_cast<size_t>(io_.present[i])] = cache_->present(i);
   }
 }
 
@@ -358,20 +189,9 @@ Status Generator::run_tokens(std::span<const int64_t> tokens) {
   const int64_t rows = last_position_logits_ ? 1 : s;
   if (logits_.numel() < rows * vocab_) logits_ = Tensor::allocate_uninitialized(DType::kF32, {rows * vocab_});
   logits_view_ = Tensor(DType::kF32, {1, rows, vocab_}, logits_.data());
-  if (shared_) {
-    const size_t row_bytes = static_cast<size_t>(kv_heads_ * capacity_ * head_size_) * dtype_size(kv_dtype_);
-    for (size_t i = 0; i < past_views_.size(); ++i) {
-      past_views_[i] = Tensor(kv_dtype_, {1, kv_heads_, capacity_, head_size_},
-                              static_cast<char*>(cache_[0][i].data()) + static_cast<size_t>(row_) * row_bytes);
-    }
-  } else {
-    for (size_t i = 0; i < past_views_.size(); ++i) {
-      past_views_[i] = Tensor(kv_dtype_, {1, kv_heads_, past, head_size_}, cache_[current_][i].data());
-      present_views_[i] = Tensor(kv_dtype_, {1, kv_heads_, past + s, head_size_}, cache_[1 - current_][i].data());
-    }
-  }
+  cache_->bind(row_, past, s);
   EMBER_RETURN_IF_ERROR(session_->run_bound(inputs_, outputs_));
-  if (!shared_) current_ = 1 - current_;
+  cache_->commit();
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   last_logits_rows_ = rows;
   return Status::ok();
@@ -392,9 +212,7 @@ Status Generator::decode_rows(std::span<const int64_t> tokens, std::span<const i
   mask_view_ = Tensor(DType::kI64, {b, total}, mask);
   if (logits_.numel() < b * vocab_) logits_ = Tensor::allocate_uninitialized(DType::kF32, {b * vocab_});
   logits_view_ = Tensor(DType::kF32, {b, 1, vocab_}, logits_.data());
-  for (size_t i = 0; i < past_views_.size(); ++i) {
-    past_views_[i] = Tensor(kv_dtype_, {b, kv_heads_, capacity_, head_size_}, cache_[0][i].data());
-  }
+  batched_cache_->bind_rows(b);
   last_logits_rows_ = 0;
   return session_->run_bound(inputs_, outputs_);
 }
@@ -487,17 +305,7 @@ Result<std::vector<GenerationResult>> Generator::generate_batch(std::span<const 
 Status Generator::truncate(int64_t length) {
   const auto cached = static_cast<int64_t>(tokens_.size());
   if (length < 0 || length > cached) return invalid_argument("cannot keep {} of {} cached tokens", length, cached);
-  if (!shared_ && length < cached) {
-    // [1, heads, cached, head] -> [1, heads, length, head] in place: each head
-    // moves towards the front, so ascending order never overwrites unread data.
-    const size_t row = static_cast<size_t>(head_size_) * dtype_size(kv_dtype_);
-    for (Tensor& t : cache_[current_]) {
-      auto* base = static_cast<char*>(t.data());
-      for (int64_t h = 1; h < kv_heads_; ++h) {
-        std::memmove(base + h * length * row, base + h * cached * row, static_cast<size_t>(length) * row);
-      }
-    }
-  }
+  cache_->truncate(cached, length);
   tokens_.resize(static_cast<size_t>(length));
   return Status::ok();
 }

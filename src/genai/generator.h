@@ -14,7 +14,9 @@
 
 #include "base/status.h"
 #include "base/tensor.h"
+#include "genai/decoder_io.h"
 #include "genai/genai_config.h"
+#include "genai/kv_cache.h"
 #include "genai/sampling.h"
 #include "runtime/session.h"
 
@@ -47,7 +49,7 @@ struct GenerationParams {
 // random_seed of -1 draws a seed from std::random_device.
 GenerationParams params_from_search(const SearchConfig& search, int64_t prompt_tokens);
 
-enum class StopReason { kEos, kMaxNewTokens, kCallback, kContextFull };
+enum class StopReason { kEos, kMaxNewTokens, kCallback, kContextFull, kCancelled };
 const char* stop_reason_name(StopReason reason);
 
 struct GenerationStats {
@@ -77,7 +79,7 @@ class Generator {
   const GenaiConfig& config() const { return config_; }
   int64_t max_length() const { return capacity_; }
   bool shares_kv_buffer() const { return shared_; }
-  // The LM head runs on the last position only (see slice_lm_head_input).
+  // The LM head runs on the last position only (see restrict_lm_head).
   bool last_position_logits() const { return last_position_logits_; }
   // Bytes of the decoder's constant inputs as loaded (before prepacking) and of the KV cache buffers.
   int64_t weight_bytes() const { return weight_bytes_; }
@@ -128,17 +130,11 @@ class Generator {
   int64_t vocab_ = 0;
   int64_t kv_heads_ = 0;
   int64_t head_size_ = 0;
-  DType kv_dtype_ = DType::kF32;
 
-  // Positions in the session's inputs() / outputs(); -1 when absent.
-  int input_ids_at_ = -1, attention_mask_at_ = -1, position_ids_at_ = -1, logits_at_ = -1;
-  std::vector<int> past_at_, present_at_;  // 2 per layer: key, value
+  DecoderIo io_;
 
-  // Shared: one buffer per layer and K/V. Otherwise two of the same capacity
-  // per K/V; `current_` holds the cached past.
-  std::vector<Tensor> cache_[2];
-  int current_ = 0;
-  std::vector<Tensor> past_views_, present_views_;
+  std::unique_ptr<ContiguousKvCache> cache_;
+  SharedBufferKvCache* batched_cache_ = nullptr;  // cache_, when it is shared (generate_batch)
   Tensor ids_, mask_, positions_;  // capacity_ elements each
   Tensor batch_mask_;              // max_batch x capacity
   Tensor ids_view_, mask_view_, positions_view_, logits_view_;

@@ -15,8 +15,7 @@
 
 #include "decoder_fixture.h"
 #include "genai/generator.h"
-#include "compare.h"
-#include "ort_reference.h"
+#include "greedy_reference.h"
 
 namespace fs = std::filesystem;
 
@@ -24,6 +23,9 @@ namespace ember {
 namespace {
 
 using fixtures::DecoderFixtureSpec;
+using fixtures::expect_ort_greedy;
+using fixtures::make_test_fixture;
+using fixtures::prompt_tokens;
 
 constexpr int kNewTokens = 64;
 
@@ -33,89 +35,6 @@ DecoderFixtureSpec spec(const char* family, const char* weights, const char* att
   s.weights = weights;
   s.attention = attention;
   return s;
-}
-
-std::string make_fixture(const DecoderFixtureSpec& s) {
-  // One folder per fixture and test: ctest runs every test in its own process, in
-  // parallel, and two tests of one fixture must not write the same files.
-  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  fs::path dir = fs::path(EMBER_BINARY_DIR) / "generation_fixtures" / (fixtures::fixture_name(s) + "-" + test);
-  Status made = fixtures::make_decoder_fixture(s, EMBER_SOURCE_DIR "/tools/make_decoder_fixtures.py", dir.string());
-  EXPECT_TRUE(made.is_ok()) << made.to_string();
-  return dir.string();
-}
-
-std::vector<int64_t> prompt_tokens(int length, int vocab, int salt) {
-  std::vector<int64_t> p;
-  for (int i = 0; i < length; ++i) p.push_back((7 + 31 * i + 101 * salt) % (vocab - 3));
-  return p;
-}
-
-// ONNX Runtime's greedy choices and, per step, its second choice and the gap
-// between its top two logits, x the RMS of the step's logits.
-struct OrtGreedy {
-  std::vector<int64_t> tokens, second;
-  std::vector<double> gap;
-};
-
-// Greedy generation with ONNX Runtime running the graph's own past P -> present P + S contract.
-OrtGreedy ort_greedy(const std::string& dir, const std::vector<int64_t>& prompt, int steps,
-                     const genai::GenaiConfig& config) {
-  auto decoder = fixtures::read_decoder_config(dir);
-  EXPECT_TRUE(decoder.is_ok()) << decoder.status().to_string();
-  auto ort = ortref::OrtSession::load(dir + "/model.onnx");
-  EXPECT_TRUE(ort.is_ok()) << ort.status().to_string();
-  OrtGreedy out;
-  if (!decoder.is_ok() || !ort.is_ok()) return out;
-  fixtures::DecoderFeeds feeds(*decoder, {prompt});
-  while (static_cast<int>(out.tokens.size()) < steps) {
-    std::vector<ortref::OrtInput> in;
-    for (const auto& i : feeds.inputs()) in.push_back({i.name, i.tensor});
-    auto result = (*ort)->run(in);
-    EXPECT_TRUE(result.is_ok()) << result.status().to_string();
-    if (!result.is_ok()) return out;
-    const Tensor& logits = result->front();
-    const int64_t s = logits.dim(1), v = logits.dim(2);
-    std::vector<float> last(logits.data_as<float>() + (s - 1) * v, logits.data_as<float>() + s * v);
-    const int64_t token = genai::argmax(last);
-    double sum_sq = 0;
-    for (float x : last) sum_sq += double{x} * x;
-    const float top = last[static_cast<size_t>(token)];
-    last[static_cast<size_t>(token)] = -INFINITY;
-    const int64_t second = genai::argmax(last);
-    out.tokens.push_back(token);
-    out.second.push_back(second);
-    out.gap.push_back((top - last[static_cast<size_t>(second)]) / std::sqrt(sum_sq / static_cast<double>(v)));
-    if (config.is_eos(token)) break;
-    std::vector<Tensor> presents(std::make_move_iterator(result->begin() + 1), std::make_move_iterator(result->end()));
-    feeds.advance({token}, std::move(presents));
-  }
-  return out;
-}
-
-// Ember's greedy tokens `got` for `prompt` must be ORT's, up to `steps` new
-// tokens. With int8 activations (int4 fixtures) both runtimes quantize, and
-// inputs a few ulp apart flip codes (decoder_logits_tolerance says how far
-// logits move); where ORT's own top two are closer than twice that, the pick is
-// a coin toss whose side depends on the host's kernels. The sequences may part
-// there, and only there, if Ember took ORT's second choice.
-void expect_ort_greedy(const DecoderFixtureSpec& s, const std::string& dir, const std::vector<int64_t>& prompt,
-                       int steps, const std::vector<int64_t>& got, const genai::GenaiConfig& config,
-                       const std::string& what) {
-  const OrtGreedy ort = ort_greedy(dir, prompt, steps, config);
-  const auto [mine, theirs] = std::mismatch(got.begin(), got.end(), ort.tokens.begin(), ort.tokens.end());
-  if (mine == got.end() && theirs == ort.tokens.end()) return;
-  const size_t k = static_cast<size_t>(mine - got.begin());
-  const bool int8 = s.weights == "int4";
-  const double tie = 2 * ortref::decoder_logits_tolerance(int8, config.decoder.num_hidden_layers);
-  if (int8 && mine != got.end() && theirs != ort.tokens.end() && *mine == ort.second[k] && ort.gap[k] < tie) {
-    std::cout << what << ": " << k << " tokens identical, then a near-tie in ORT (top two " << ort.gap[k]
-              << " x RMS apart, under " << tie << "); Ember took the second\n";
-    return;
-  }
-  ADD_FAILURE() << what << ": first difference with ONNX Runtime at new token " << k << " of " << got.size() << " / "
-                << ort.tokens.size() << (k < ort.gap.size() ? " (ORT's top two " + std::to_string(ort.gap[k]) +
-                                                                   " x RMS apart)" : std::string());
 }
 
 genai::GenerationParams greedy(int n = kNewTokens) {
@@ -137,7 +56,7 @@ std::unique_ptr<genai::Generator> load(const std::string& dir, int max_length = 
 }
 
 void check_greedy(const DecoderFixtureSpec& s, bool expect_shared) {
-  const std::string dir = make_fixture(s);
+  const std::string dir = make_test_fixture(s);
   auto g = load(dir);
   ASSERT_TRUE(g);
   EXPECT_EQ(g->shares_kv_buffer(), expect_shared);
@@ -164,7 +83,7 @@ TEST(Generation, Qwen2Fp32MultiHeadAttentionTwoBuffers) { check_greedy(spec("qwe
 
 // Rows of different lengths decode together; each row must give what it gives alone.
 void check_batch(const DecoderFixtureSpec& s) {
-  const std::string dir = make_fixture(s);
+  const std::string dir = make_test_fixture(s);
   genai::GeneratorOptions options;
   options.max_length = 128;
   options.max_batch = 3;
@@ -192,7 +111,7 @@ void check_batch(const DecoderFixtureSpec& s) {
 TEST(Generation, SlidingWindowFromGenaiConfig) {
   DecoderFixtureSpec windowless = spec("mistral", "fp32");
   windowless.window = -1;
-  const std::string dir = make_fixture(windowless);
+  const std::string dir = make_test_fixture(windowless);
   const fs::path config_path = fs::path(dir) / "genai_config.json";
   nlohmann::json config = nlohmann::json::parse(std::ifstream(config_path));
   config["model"]["decoder"]["sliding_window"] = {{"window_size", 8}, {"slide_key_value_cache", false},
@@ -204,7 +123,7 @@ TEST(Generation, SlidingWindowFromGenaiConfig) {
   auto result = g->generate(prompt, greedy());
   ASSERT_TRUE(result.is_ok()) << result.status().to_string();
   const DecoderFixtureSpec windowed = spec("mistral", "fp32");  // local_window_size 8 in the graph
-  expect_ort_greedy(windowed, make_fixture(windowed), prompt, kNewTokens, result->tokens, g->config(),
+  expect_ort_greedy(windowed, make_test_fixture(windowed), prompt, kNewTokens, result->tokens, g->config(),
                     "window from genai_config.json");
 }
 
@@ -213,13 +132,13 @@ TEST(Generation, Qwen2Int4Batch3) { check_batch(spec("qwen2", "int4")); }
 TEST(Generation, Gemma2Fp32Batch3) { check_batch(spec("gemma2", "fp32")); }
 
 TEST(Generation, BatchNeedsSharedBufferAndCapacity) {
-  auto two_buffers = load(make_fixture(spec("optimum", "fp32")));
+  auto two_buffers = load(make_test_fixture(spec("optimum", "fp32")));
   ASSERT_TRUE(two_buffers);
   const std::vector<std::vector<int64_t>> prompts = {{1, 2, 3}};
   auto refused = two_buffers->generate_batch(prompts, greedy());
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find("shared-buffer"), std::string::npos);
-  auto g = load(make_fixture(spec("qwen2", "int4")));
+  auto g = load(make_test_fixture(spec("qwen2", "int4")));
   ASSERT_TRUE(g);
   const std::vector<std::vector<int64_t>> two = {{1, 2}, {3}};
   auto too_many = g->generate_batch(two, greedy());
@@ -229,7 +148,7 @@ TEST(Generation, BatchNeedsSharedBufferAndCapacity) {
 
 // Turn 2 = turn 1's prompt and answer, then new tokens: only the new part is prefilled.
 void check_follow_up(const DecoderFixtureSpec& s) {
-  const std::string dir = make_fixture(s);
+  const std::string dir = make_test_fixture(s);
   auto chat = load(dir);
   auto fresh = load(dir);
   ASSERT_TRUE(chat && fresh);
@@ -261,7 +180,7 @@ void check_follow_up(const DecoderFixtureSpec& s) {
 // continue as ONNX Runtime's one-run prefill does: each chunk is a subsequent
 // prompt over the cache the earlier ones wrote, across gemma2's window of 8 too.
 void check_chunked_prefill(const DecoderFixtureSpec& s) {
-  const std::string dir = make_fixture(s);
+  const std::string dir = make_test_fixture(s);
   genai::GeneratorOptions options;
   options.max_length = 128;
   options.prefill_chunk = 7;
@@ -281,7 +200,7 @@ TEST(Generation, FollowUpTurnSharedBuffer) { check_follow_up(spec("qwen2", "int4
 TEST(Generation, FollowUpTurnTwoBuffers) { check_follow_up(spec("optimum", "fp32")); }
 
 TEST(Generation, StopsOnEosAndCallback) {
-  const std::string dir = make_fixture(spec("qwen2", "int4"));
+  const std::string dir = make_test_fixture(spec("qwen2", "int4"));
   auto g = load(dir);
   ASSERT_TRUE(g);
   const auto prompt = prompt_tokens(12, g->config().vocab_size, 0);
@@ -315,7 +234,7 @@ TEST(Generation, StopsOnEosAndCallback) {
 }
 
 TEST(Generation, ContextLimits) {
-  const std::string dir = make_fixture(spec("qwen2", "int4"));
+  const std::string dir = make_test_fixture(spec("qwen2", "int4"));
   auto g = load(dir, 16);
   ASSERT_TRUE(g);
   auto too_long = g->generate(prompt_tokens(16, g->config().vocab_size, 0), greedy());
@@ -342,7 +261,7 @@ TEST(Generation, ContextLimits) {
 // Threads split kernels across independent outputs only: the same tokens at 1 and 2 threads,
 // and a seeded sampled generation repeats.
 TEST(Generation, ThreadsAndSeedReproducible) {
-  const std::string dir = make_fixture(spec("qwen2", "int4"));
+  const std::string dir = make_test_fixture(spec("qwen2", "int4"));
   genai::GenerationParams p = greedy(24);
   p.sampling.greedy = false;
   p.sampling.temperature = 1.5f;  // flat enough that a different seed picks differently
