@@ -4,6 +4,8 @@
 // prefill of p random tokens into an empty cache, tg is n single-token decode
 // steps after a one-token prompt. Also the peak resident memory against the
 // weights plus the KV cache (of max(p, n + 1) tokens unless --max-context).
+// With --concurrency, the serving engine under synthetic traffic instead
+// (bench_serving.cpp).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -17,6 +19,7 @@
 #include "base/cpu_topology.h"
 #include "base/isa.h"
 #include "base/process_memory.h"
+#include "bench_serving.h"
 #include "commands.h"
 #include "genai_cli.h"
 #include "threading/thread_pool.h"
@@ -31,6 +34,7 @@ struct BenchArgs {
   int repetitions = 5;
   uint64_t seed = 1234;
   bool json = false;
+  ServingBenchArgs serving;
 };
 
 struct Test {
@@ -149,6 +153,7 @@ int bench_command(const BenchArgs& args) {
     fmt::print(stderr, "ember bench: {}\n", s.to_string());
     return 1;
   };
+  if (!args.serving.concurrency.empty()) return bench_serving(args.model, args.serving, args.seed, args.json);
   if (args.prompt < 1 && args.generate < 1) return fail(invalid_argument("-p and -n are both 0: nothing to measure"));
   const int needed = std::max(args.prompt, args.generate + 1);
   if (args.model.max_context > 0 && args.model.max_context < needed) {
@@ -196,6 +201,7 @@ Command add_bench(CLI::App& app) {
   app.add_option("-r,--repetitions", args->repetitions, "timed repetitions of each test")->check(CLI::PositiveNumber);
   app.add_option("--seed", args->seed, "seed of the random prompt tokens");
   app.add_flag("--json", args->json, "print one JSON object instead of a markdown table");
+  add_serving_bench_options(app, args->serving);
   return [args] { return bench_command(*args); };
 }
 

@@ -20,15 +20,16 @@ void add_model_options(CLI::App& app, ModelArgs& args, const std::string& folder
                  "model.onnx, else onnx/model.onnx)");
 }
 
-Result<std::unique_ptr<genai::Generator>> load_generator(const ModelArgs& args, int capacity) {
-  genai::GeneratorOptions options;
-  options.num_threads = args.threads;
-  options.max_length = capacity;
-  options.decoder_file = args.onnx;
-  const bool terminal = isatty(STDERR_FILENO) == 1;
-  if (terminal) {
+namespace {
+
+// A percentage line on stderr while the weights are prepacked, when stderr is a
+// terminal (empty otherwise); done() clears it.
+struct LoadLine {
+  bool terminal = isatty(STDERR_FILENO) == 1;
+  runtime::LoadProgress progress(const ModelArgs& args) const {
+    if (!terminal) return {};
     const std::string name = std::filesystem::path(args.model_dir).filename().string();
-    options.progress = [name, shown = -1](int64_t done, int64_t total) mutable {
+    return [name, shown = -1](int64_t done, int64_t total) mutable {
       const int percent = total > 0 ? static_cast<int>(100 * done / total) : 100;
       if (percent == shown) return;
       shown = percent;
@@ -36,12 +37,37 @@ Result<std::unique_ptr<genai::Generator>> load_generator(const ModelArgs& args, 
       std::fflush(stderr);
     };
   }
-  auto generator = genai::Generator::load(args.model_dir, options);
-  if (terminal) fmt::print(stderr, "\r\x1b[2K");
-  if (generator.is_ok()) {
-    for (const std::string& warning : (*generator)->config().warnings) fmt::print(stderr, "warning: {}\n", warning);
+  void done(const genai::GenaiConfig* config) const {
+    if (terminal) fmt::print(stderr, "\r\x1b[2K");
+    if (config) {
+      for (const std::string& warning : config->warnings) fmt::print(stderr, "warning: {}\n", warning);
+    }
   }
+};
+
+}  // namespace
+
+Result<std::unique_ptr<genai::Generator>> load_generator(const ModelArgs& args, int capacity) {
+  genai::GeneratorOptions options;
+  options.num_threads = args.threads;
+  options.max_length = capacity;
+  options.decoder_file = args.onnx;
+  const LoadLine line;
+  options.progress = line.progress(args);
+  auto generator = genai::Generator::load(args.model_dir, options);
+  line.done(generator.is_ok() ? &(*generator)->config() : nullptr);
   return generator;
+}
+
+Result<std::unique_ptr<genai::Engine>> load_engine(const ModelArgs& args, genai::EngineOptions options) {
+  options.num_threads = args.threads;
+  options.max_length = args.max_context;
+  options.decoder_file = args.onnx;
+  const LoadLine line;
+  options.progress = line.progress(args);
+  auto engine = genai::Engine::load(args.model_dir, options);
+  line.done(engine.is_ok() ? &(*engine)->config() : nullptr);
+  return engine;
 }
 
 std::function<bool(int64_t)> print_stream(genai::TextStream& stream) {

@@ -43,10 +43,10 @@ std::vector<int> apply_sliding_window(ir::Graph& graph, const DecoderConfig& d);
 // sequence in the flattened batch [num_seqs + 1], each sequence's cached
 // length [num_seqs] and its block table [num_seqs, max_blocks]. input_ids and
 // position_ids are then [1, tokens of every sequence]. The sequence lengths
-// GroupQueryAttention derived from attention_mask are no longer read; a graph
-// that reads attention_mask elsewhere is refused when the session is checked
-// (paged_attention_mask_unused). Needs every layer's past key and value read
-// by one GroupQueryAttention node (the model builder's exports).
+// GroupQueryAttention derived from attention_mask are no longer read (a graph
+// that reads attention_mask elsewhere is refused by PagedRunner::create).
+// Needs every layer's past key and value read by one GroupQueryAttention node
+// (the model builder's exports).
 Status make_paged_decoder(ir::Graph& graph, const DecoderConfig& d);
 inline constexpr std::string_view kQueryStartInput = "ember/query_start";
 inline constexpr std::string_view kPastLensInput = "ember/past_lens";
