@@ -239,9 +239,6 @@ Result<std::vector<GenerationResult>> Generator::generate_batch(std::span<const 
   // Chooses row r's next token from `logits`; false when the row is finished.
   auto choose = [&](size_t r, std::span<float> logits) {
     GenerationResult& out = results[r];
-    if (static_cast<int>(out.tokens.size()) < params.min_new_tokens) {
-      for (int64_t eos : config_.eos_token_ids) logits[static_cast<size_t>(eos)] = -INFINITY;
-    }
     next[r] = samplers[r].sample(logits, history[r]);
     out.tokens.push_back(next[r]);
     history[r].push_back(next[r]);
@@ -269,6 +266,7 @@ Result<std::vector<GenerationResult>> Generator::generate_batch(std::span<const 
     SamplingParams sampling = params.sampling;
     sampling.seed += static_cast<uint64_t>(r);
     samplers.emplace_back(sampling);
+    samplers.back().chain().prepend(std::make_unique<BanTokens>(config_.eos_token_ids, params.min_new_tokens));
     row_ = r;
     tokens_.clear();
     const auto start = Clock::now();
@@ -335,6 +333,7 @@ Result<GenerationResult> Generator::generate(std::span<const int64_t> prompt, co
   stats.prompt_tokens = n;
   stats.reused_tokens = static_cast<int64_t>(tokens_.size());
   Sampler sampler(params.sampling);
+  sampler.chain().prepend(std::make_unique<BanTokens>(config_.eos_token_ids, params.min_new_tokens));
   std::vector<int64_t> history(prompt.begin(), prompt.end());
   history.reserve(history.size() + static_cast<size_t>(std::max(params.max_new_tokens, 0)));
 
@@ -343,11 +342,7 @@ Result<GenerationResult> Generator::generate(std::span<const int64_t> prompt, co
   stats.prefill_s = seconds_since(start);
   Clock::time_point step_start = start;
   while (true) {
-    std::span<float> logits = last_logits();
-    if (static_cast<int>(result.tokens.size()) < params.min_new_tokens) {
-      for (int64_t eos : config_.eos_token_ids) logits[static_cast<size_t>(eos)] = -INFINITY;
-    }
-    const int64_t token = sampler.sample(logits, history);
+    const int64_t token = sampler.sample(last_logits(), history);
     result.tokens.push_back(token);
     history.push_back(token);
     if (result.tokens.size() == 1) {

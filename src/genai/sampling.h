@@ -1,10 +1,14 @@
 #pragma once
-// Choosing the next token from one row of logits: penalties, then greedy
-// argmax or sampling with temperature, top-k, top-p and min-p.
+// Choosing the next token from one row of logits: a chain of logits
+// processors (logits_processors.h), built from SamplingParams as penalties,
+// then greedy argmax or temperature, top-k, min-p, top-p and a seeded draw.
 #include <cstdint>
-#include <random>
+#include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
+
+#include "genai/logits_processors.h"
 
 namespace ember::genai {
 
@@ -20,40 +24,70 @@ struct SamplingParams {
   uint64_t seed = 0;
 };
 
-// One candidate token and its (temperature-scaled) logit, later its probability.
+// An ordered list of logits processors, the last of them a selector. Once
+// warmed it allocates nothing per step: the candidate list is reused.
+class SamplerChain {
+ public:
+  SamplerChain& append(std::unique_ptr<LogitsProcessor> processor);
+  // Constraints on the logits (token bans, grammar masks) go ahead of everything.
+  SamplerChain& prepend(std::unique_ptr<LogitsProcessor> processor);
+
+  // Runs the processors on one step and returns the token a selector chose (the
+  // most probable candidate when none did), without accepting it. `logits` (the
+  // vocabulary) is modified in place by penalties and masks; `history` is the
+  // sequence so far, prompt and generated.
+  int64_t apply(std::span<float> logits, std::span<const int64_t> history);
+  // Tells every processor the sequence took `token`.
+  void accept(int64_t token);
+  // apply(), then accept() its token: one generation step.
+  int64_t sample(std::span<float> logits, std::span<const int64_t> history);
+  // A new sequence for every processor.
+  void reset();
+
+  // The last step's candidate list, most probable first, with the probabilities
+  // the draw used; empty when the step never listed them (greedy, or a draw
+  // from the whole vocabulary).
+  std::span<const TokenData> candidates() const { return list_; }
+  std::vector<std::string_view> names() const;
+
+ private:
+  std::vector<std::unique_ptr<LogitsProcessor>> processors_;
+  std::vector<TokenData> list_;
+};
+
+// The chain for `params`: penalties (when any is set), then a greedy selector
+// when params.greedy, temperature <= 0 or top_k == 1; else temperature, top-k,
+// min-p, top-p (each when set) and a draw seeded with params.seed. Top-k comes
+// first and renormalizes, as Hugging Face's warpers; min-p before top-p lets the
+// nucleus gather skip what min-p drops (the two commute, see SamplingStep).
+SamplerChain make_sampler_chain(const SamplingParams& params);
+
+// One candidate token and its probability.
 struct Candidate {
   int64_t token;
   float value;
 };
 
+// make_sampler_chain(params) behind the interface callers had before the chain.
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
 
-  // The next token. `logits` (the vocabulary) is modified in place by the
+  // The next token, accepted by the chain. `logits` (the vocabulary) is modified in place by the
   // penalties, which count the tokens of `history` (prompt and generated).
-  int64_t sample(std::span<float> logits, std::span<const int64_t> history);
+  int64_t sample(std::span<float> logits, std::span<const int64_t> history) { return chain_.sample(logits, history); }
   const SamplingParams& params() const { return params_; }
+  SamplerChain& chain() { return chain_; }
 
   // The candidates the last sample() drew from, most probable first, with
   // their normalized probabilities (empty after a greedy or unrestricted draw).
-  std::span<const Candidate> last_candidates() const { return candidates_; }
+  // Valid until the next sample().
+  std::span<const Candidate> last_candidates() const;
 
  private:
-  void apply_penalties(std::span<float> logits, std::span<const int64_t> history);
-  // The top_k highest logits (all tokens when restrict_to_top_k is false and
-  // top-p / min-p need them), sorted descending, probabilities normalized
-  // over the whole vocabulary.
-  void select_candidates(std::span<const float> logits, float max_logit, double total);
-  double uniform();
-
   SamplingParams params_;
-  std::mt19937_64 rng_;
-  std::vector<Candidate> candidates_;
-  std::vector<int64_t> history_scratch_;
+  SamplerChain chain_;
+  mutable std::vector<Candidate> candidates_;
 };
-
-// Index of the first maximum (ties go to the lowest token id, as std::max_element).
-int64_t argmax(std::span<const float> logits);
 
 }  // namespace ember::genai
