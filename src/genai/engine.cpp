@@ -1,8 +1,8 @@
 #include "genai/engine.h"
 
 #include <algorithm>
-#include <cmath>
 
+#include "genai/logits_processors.h"
 #include "genai/model_folder.h"
 
 namespace ember::genai {
@@ -22,8 +22,9 @@ struct Engine::Sequence {
   int64_t preemptions = 0;
   Clock::time_point arrival, last_token;
 
-  Sequence(EngineRequest request, RequestId rid)
+  Sequence(EngineRequest request, RequestId rid, const std::vector<int64_t>& eos_token_ids)
       : id(rid), params(std::move(request.params)), sampler(params.sampling), tokens(std::move(request.prompt)) {
+    sampler.chain().prepend(std::make_unique<BanTokens>(eos_token_ids, params.min_new_tokens));
     result.stats.prompt_tokens = static_cast<int64_t>(tokens.size());
   }
   int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }
@@ -86,7 +87,7 @@ Result<RequestId> Engine::add(EngineRequest request) {
   if (request.params.max_new_tokens < 1) {
     return invalid_argument("max_new_tokens {} must be at least 1", request.params.max_new_tokens);
   }
-  auto seq = std::make_unique<Sequence>(std::move(request), next_id_++);
+  auto seq = std::make_unique<Sequence>(std::move(request), next_id_++, config_.eos_token_ids);
   seq->arrival = Clock::now();
   const RequestId id = seq->id;
   waiting_.push_back(std::move(seq));
@@ -202,9 +203,6 @@ void Engine::finish(std::unique_ptr<Sequence> seq, StopReason reason) {
 bool Engine::choose(Sequence& seq, std::span<float> logits) {
   GenerationResult& out = seq.result;
   const GenerationParams& params = seq.params;
-  if (static_cast<int>(out.tokens.size()) < params.min_new_tokens) {
-    for (int64_t eos : config_.eos_token_ids) logits[static_cast<size_t>(eos)] = -INFINITY;
-  }
   const int64_t token = seq.sampler.sample(logits, seq.tokens);
   const Clock::time_point now = Clock::now();
   if (out.tokens.empty()) {
