@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <system_error>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "base/cpu_topology.h"
+#include "threading/scratch.h"
 
 namespace ember::threading {
 namespace {
@@ -32,12 +34,12 @@ using Micros = std::chrono::microseconds;
 constexpr Micros kMinSpin{10};
 constexpr Micros kInitialSpin{50};
 constexpr Micros kMaxSpin{1000};
-constexpr int kMaxWorkers = 255;  // the worker count shares the job word with the generation
-constexpr uint32_t kWorkerBits = 8;
-// gate_: kClosed | helpers of the open job << kHelperShift | workers inside.
-constexpr uint32_t kClosed = 1u << 31;
-constexpr uint32_t kHelperShift = 23;
-constexpr uint32_t kCountMask = (1u << kHelperShift) - 1;
+constexpr int kMaxWorkers = 255;
+// A job's gate: kClosed | kDone | helpers allowed << kCapShift | helpers inside.
+constexpr uint32_t kClosed = 1u << 31;  // the caller is ending the job: no one joins
+constexpr uint32_t kDone = 1u << 30;    // no ranges left: joining is pointless
+constexpr uint32_t kCapShift = 16;
+constexpr uint32_t kInsideMask = (1u << kCapShift) - 1;
 
 thread_local int t_limit = 0;        // 0: no ScopedThreadLimit active
 thread_local bool t_in_job = false;  // inside a parallel_for body
@@ -52,9 +54,31 @@ void futex_wait(std::atomic<uint32_t>* word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
 }
 
-void futex_wake_all(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+void futex_wake(std::atomic<uint32_t>* word, int count) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
 }
+
+int helpers_allowed(uint32_t gate) { return static_cast<int>((gate >> kCapShift) & 0xff); }
+int helpers_inside(uint32_t gate) { return static_cast<int>(gate & kInsideMask); }
+
+// One caller's parallel_for. The caller writes the fields while the gate is
+// closed and opens it with a release store; a worker reads them only after its
+// compare-exchange on the gate let it in, and the caller reuses the place only
+// after closing the gate and seeing no worker inside.
+struct alignas(64) Job {
+  std::atomic<bool> taken{false};  // a caller owns this place
+  std::atomic<uint32_t> gate{kClosed};
+  const FunctionRef<void(int64_t, int64_t)>* fn = nullptr;
+  int64_t n = 0;
+  int64_t chunk = 0;
+  std::atomic<int> helped{0};  // workers that ran at least one range
+  alignas(64) std::atomic<int64_t> next{0};
+};
+
+struct alignas(64) Counters {
+  std::atomic<uint64_t> jobs{0}, concurrent_jobs{0}, no_free_worker{0}, alone{0}, helpers_wanted{0},
+      helpers_joined{0};
+};
 
 class Pool {
  public:
@@ -65,55 +89,81 @@ class Pool {
 
   // Runs one job with up to `threads` participants (the caller is one).
   void run(int64_t n, int64_t chunk, int threads, FunctionRef<void(int64_t, int64_t)> fn) {
-    std::unique_lock<std::mutex> busy(dispatch_mutex_, std::try_to_lock);
-    if (!busy.owns_lock()) {
-      fn(0, n);  // another caller holds the pool: do the work here instead of waiting
+    const int helpers = ensure_workers(std::min(threads - 1, kMaxWorkers));
+    counters_.jobs.fetch_add(1, std::memory_order_relaxed);
+    counters_.helpers_wanted.fetch_add(static_cast<uint64_t>(threads - 1), std::memory_order_relaxed);
+    Job* job = helpers > 0 ? take_place() : nullptr;
+    if (job == nullptr) {  // more than kMaxJobs callers at once (or no worker could be started)
+      if (helpers > 0) counters_.no_free_worker.fetch_add(1, std::memory_order_relaxed);
+      counters_.alone.fetch_add(1, std::memory_order_relaxed);
+      fn(0, n);
       return;
     }
-    const int helpers = ensure_workers(std::min(threads - 1, kMaxWorkers));
-    fn_ = &fn;
-    n_ = n;
-    chunk_ = chunk;
-    next_.store(0, std::memory_order_relaxed);
-    // Open the gate for this job's helpers, keeping the count of late workers
-    // still passing through it from an earlier job.
-    uint32_t gate = gate_.load(std::memory_order_relaxed);
-    while (!gate_.compare_exchange_weak(gate, (gate & kCountMask) | (static_cast<uint32_t>(helpers) << kHelperShift),
-                                        std::memory_order_release, std::memory_order_relaxed)) {
+    if (open_jobs_.fetch_add(1, std::memory_order_acq_rel) > 0) {
+      counters_.concurrent_jobs.fetch_add(1, std::memory_order_relaxed);
+      if (free_workers() <= 0) counters_.no_free_worker.fetch_add(1, std::memory_order_relaxed);
     }
-    generation_ += 1;
-    // Sequentially consistent with the load of sleeping_ below (and a worker's
-    // increment of sleeping_ before its last look at the word): either the
-    // caller sees the worker going to sleep and wakes it, or the worker sees
-    // the new job. A release store could pass the load and lose the wake-up.
-    job_word_.store((generation_ << kWorkerBits) | static_cast<uint32_t>(helpers), std::memory_order_seq_cst);
-    if (sleeping_.load(std::memory_order_seq_cst) > 0) futex_wake_all(&job_word_);
-    // Workers that have not joined by the end are not waited for: a parked
-    // worker that wakes late finds the gate closed. The end runs even if fn
-    // throws here, so no worker is left running fn from an unwound frame.
+    job->fn = &fn;
+    job->n = n;
+    job->chunk = chunk;
+    job->next.store(0, std::memory_order_relaxed);
+    job->helped.store(0, std::memory_order_relaxed);
+    job->gate.store(static_cast<uint32_t>(helpers) << kCapShift, std::memory_order_release);
+    // Sequentially consistent with the loads of sleeping_ and spinning_ below
+    // (and a worker's decrement of spinning_ and increment of sleeping_ before
+    // its last look at the word): either the caller counts the worker as
+    // spinning or sleeping, or the worker sees the new word. A release
+    // operation could pass the loads and lose the wake-up.
+    job_word_.fetch_add(1, std::memory_order_seq_cst);
+    if (sleeping_.load(std::memory_order_seq_cst) > 0) {
+      const int wake = helpers - spinning_.load(std::memory_order_seq_cst);
+      if (wake > 0) futex_wake(&job_word_, wake);
+    }
+    // Workers that have not joined by the end are not waited for: one that
+    // wakes late finds the gate closed. The end runs even if fn throws here, so
+    // no worker is left running fn from an unwound frame.
     struct JobEnd {
       Pool& pool;
+      Job& job;
       ~JobEnd() {
-        pool.gate_.fetch_or(kClosed, std::memory_order_acq_rel);
-        while ((pool.gate_.load(std::memory_order_acquire) & kCountMask) != 0) cpu_relax();
+        if (std::uncaught_exceptions() > 0) job.next.fetch_add(job.n, std::memory_order_relaxed);  // drop the rest
+        job.gate.fetch_or(kClosed, std::memory_order_acq_rel);
+        while (helpers_inside(job.gate.load(std::memory_order_acquire)) != 0) cpu_relax();
+        const int helped = job.helped.load(std::memory_order_relaxed);
+        if (helped == 0) pool.counters_.alone.fetch_add(1, std::memory_order_relaxed);
+        pool.counters_.helpers_joined.fetch_add(static_cast<uint64_t>(helped), std::memory_order_relaxed);
+        pool.open_jobs_.fetch_sub(1, std::memory_order_acq_rel);
+        job.taken.store(false, std::memory_order_release);
       }
-    } end{*this};
-    work();
+    } end{*this, *job};
+    work(*job);
   }
 
-  // Stops and joins every worker once the running job (if any) has ended; the
-  // next job starts new ones.
+  // Stops and joins every worker once it has left the job it is in (if any);
+  // the next job starts new ones.
   void shutdown() {
-    std::lock_guard<std::mutex> idle(dispatch_mutex_);
+    std::lock_guard<std::mutex> growing(growth_mutex_);
     stopping_.store(true, std::memory_order_seq_cst);
-    generation_ += 1;
-    // A new word with no helpers wanted: spinning, parked and not yet started
-    // workers all see a change, none joins a job, and each sees stopping_.
-    job_word_.store(generation_ << kWorkerBits, std::memory_order_seq_cst);
-    futex_wake_all(&job_word_);
+    // A new word: spinning, parked and not yet started workers all see a
+    // change, and each sees stopping_.
+    job_word_.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake(&job_word_, INT_MAX);
     for (std::thread& t : workers_) t.join();
     workers_.clear();
+    worker_count_.store(0, std::memory_order_release);
     stopping_.store(false, std::memory_order_relaxed);
+  }
+
+  PoolStats stats() const {
+    PoolStats s;
+    s.jobs = counters_.jobs.load(std::memory_order_relaxed);
+    s.concurrent_jobs = counters_.concurrent_jobs.load(std::memory_order_relaxed);
+    s.no_free_worker = counters_.no_free_worker.load(std::memory_order_relaxed);
+    s.alone = counters_.alone.load(std::memory_order_relaxed);
+    s.helpers_wanted = counters_.helpers_wanted.load(std::memory_order_relaxed);
+    s.helpers_joined = counters_.helpers_joined.load(std::memory_order_relaxed);
+    s.workers = worker_count_.load(std::memory_order_relaxed);
+    return s;
   }
 
  private:
@@ -124,25 +174,49 @@ class Pool {
     for (const LogicalCpu& cpu : cpu_topology().cpus) CPU_SET(cpu.id, &process_cpus_);
   }
 
-  // Grows the pool to `count` workers if it can; returns how many there are
-  // (a system out of threads leaves the job to the workers that exist).
+  Job* take_place() {
+    for (Job& job : jobs_) {
+      if (!job.taken.load(std::memory_order_relaxed) && !job.taken.exchange(true, std::memory_order_acquire)) {
+        return &job;
+      }
+    }
+    return nullptr;
+  }
+
+  // Workers not inside any job now (a snapshot, for the counters).
+  int free_workers() const {
+    int inside = 0;
+    for (const Job& job : jobs_) inside += helpers_inside(job.gate.load(std::memory_order_relaxed));
+    return worker_count_.load(std::memory_order_relaxed) - inside;
+  }
+
+  // Grows the pool to `count` workers if it can; returns how many of them
+  // there are (a system out of threads leaves the job to the workers that exist).
   int ensure_workers(int count) {
+    if (worker_count_.load(std::memory_order_acquire) >= count) return count;
+    std::lock_guard<std::mutex> growing(growth_mutex_);
     std::lock_guard<std::mutex> placing(placement_mutex_);
     while (static_cast<int>(workers_.size()) < count) {
       const int index = static_cast<int>(workers_.size());
       // The word before the job that needs this worker is published: a thread
-      // that starts late still sees that job as new.
+      // that starts late still sees that job's word as new.
       const uint32_t seen = job_word_.load(std::memory_order_relaxed);
+      // Its scratch is made here, at every size asked for so far, so that a
+      // worker that starts late allocates nothing when it does.
+      ThreadScratch* scratch = make_thread_scratch();
       try {
-        workers_.emplace_back([this, index, seen] {
+        workers_.emplace_back([this, scratch, seen] {
+          bind_thread_scratch(scratch);
           release_start_cpu();
-          worker_loop(index, seen);
+          worker_loop(seen);
         });
       } catch (const std::system_error&) {
+        free_thread_scratch(scratch);
         break;
       }
       place_away_from_caller(workers_.back(), index);
     }
+    worker_count_.store(static_cast<int>(workers_.size()), std::memory_order_release);
     return std::min(count, static_cast<int>(workers_.size()));
   }
 
@@ -171,51 +245,93 @@ class Pool {
     if (CPU_COUNT(&process_cpus_) > 0) sched_setaffinity(0, sizeof(process_cpus_), &process_cpus_);
   }
 
-  void work() {
+  // Runs ranges of `job` until none is left; returns how many this thread ran.
+  static int64_t work(Job& job) {
     struct InJob {
       bool outer = t_in_job;
       InJob() { t_in_job = true; }
       ~InJob() { t_in_job = outer; }
     } in_job;
-    const FunctionRef<void(int64_t, int64_t)>& fn = *fn_;
-    for (;;) {
-      const int64_t begin = next_.fetch_add(chunk_, std::memory_order_relaxed);
-      if (begin >= n_) break;
-      fn(begin, std::min(n_, begin + chunk_));
+    const FunctionRef<void(int64_t, int64_t)>& fn = *job.fn;
+    const int64_t n = job.n, chunk = job.chunk;
+    int64_t ranges = 0;
+    for (;; ++ranges) {
+      const int64_t begin = job.next.fetch_add(chunk, std::memory_order_relaxed);
+      if (begin >= n) break;
+      fn(begin, std::min(n, begin + chunk));
     }
+    if ((job.gate.load(std::memory_order_relaxed) & kDone) == 0) job.gate.fetch_or(kDone, std::memory_order_relaxed);
+    return ranges;
   }
 
-  static bool is_helper(int index, uint32_t word) {
-    return index < static_cast<int>(word & ((1u << kWorkerBits) - 1));
-  }
+  enum class Helped { kJoined, kFull, kNone };
 
-  void worker_loop(int index, uint32_t seen) {
+  void worker_loop(uint32_t seen) {
     Micros spin = kInitialSpin;
-    bool asked = true;
+    Helped helped = Helped::kJoined;
     for (;;) {
-      // A worker the last job did not ask for parks at once instead of spinning.
-      seen = wait_for_change(seen, asked ? &spin : nullptr);
+      // A worker that found only jobs with every place taken was not needed
+      // and parks at once. One that helped, or came when the job had ended
+      // (woken late: the next job needs it awake), spins first.
+      seen = wait_for_change(seen, helped != Helped::kFull ? &spin : nullptr);
       if (stopping_.load(std::memory_order_seq_cst)) return;
-      asked = is_helper(index, seen);
-      if (!asked) continue;
-      // Joining may land in a later job than the one that woke us; the job
-      // fields read after joining are always those of the open job, and the
-      // gate says whether this worker is one of that job's helpers.
-      const uint32_t gate = gate_.fetch_add(1, std::memory_order_acquire);
-      if ((gate & kClosed) == 0 && index < static_cast<int>((gate >> kHelperShift) & 0xff)) work();
-      gate_.fetch_sub(1, std::memory_order_release);
+      helped = help_open_jobs();
     }
+  }
+
+  // Joins open jobs with helper places free, the one with the most first,
+  // until none is left. A job opened after the word this worker last read
+  // changes the word again, so none is missed.
+  Helped help_open_jobs() {
+    Helped helped = Helped::kNone;
+    while (!stopping_.load(std::memory_order_relaxed)) {
+      Job* best = nullptr;
+      uint32_t best_gate = 0;
+      int most_free = 0;
+      for (Job& job : jobs_) {
+        const uint32_t gate = job.gate.load(std::memory_order_relaxed);
+        if ((gate & (kClosed | kDone)) != 0) continue;
+        const int free = helpers_allowed(gate) - helpers_inside(gate);
+        if (free <= 0 && helped == Helped::kNone) helped = Helped::kFull;
+        if (free > most_free) {
+          best = &job;
+          best_gate = gate;
+          most_free = free;
+        }
+      }
+      if (best == nullptr) break;
+      // The gate may have moved on, even to a later job in the same place: the
+      // exchange succeeds only on a value with a free place, and the job read
+      // after it is the one that place belongs to.
+      if (!best->gate.compare_exchange_strong(best_gate, best_gate + 1, std::memory_order_acquire,
+                                              std::memory_order_relaxed)) {
+        continue;
+      }
+      if (work(*best) > 0) best->helped.fetch_add(1, std::memory_order_relaxed);
+      best->gate.fetch_sub(1, std::memory_order_release);
+      helped = Helped::kJoined;
+    }
+    return helped;
   }
 
   // Spins for *spin (adapting it), or parks at once when spin is null.
   uint32_t wait_for_change(uint32_t seen, Micros* spin) {
     const auto start = std::chrono::steady_clock::now();
     const auto deadline = start + (spin ? *spin : Micros{0});
-    for (int i = 0; spin != nullptr; ++i) {
-      const uint32_t word = job_word_.load(std::memory_order_acquire);
-      if (word != seen) return word;
-      if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) break;
-      cpu_relax();
+    if (spin != nullptr) {
+      // Counted so that a caller wakes only the helpers the spinning workers
+      // do not cover (a worker stops counting before it counts as sleeping).
+      spinning_.fetch_add(1, std::memory_order_seq_cst);
+      for (int i = 0;; ++i) {
+        const uint32_t word = job_word_.load(std::memory_order_acquire);
+        if (word != seen) {
+          spinning_.fetch_sub(1, std::memory_order_relaxed);
+          return word;
+        }
+        if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) break;
+        cpu_relax();
+      }
+      spinning_.fetch_sub(1, std::memory_order_seq_cst);
     }
     for (;;) {
       sleeping_.fetch_add(1, std::memory_order_seq_cst);
@@ -235,20 +351,18 @@ class Pool {
     }
   }
 
-  std::mutex dispatch_mutex_;  // one job at a time
+  std::mutex growth_mutex_;     // held while workers are started or joined
   std::mutex placement_mutex_;  // held while a new worker's start CPU is chosen
   cpu_set_t process_cpus_{};
-  std::vector<std::thread> workers_;
-  // The current job, published by the release store to job_word_.
-  const FunctionRef<void(int64_t, int64_t)>* fn_ = nullptr;
-  int64_t n_ = 0;
-  int64_t chunk_ = 0;
-  uint32_t generation_ = 0;
-  alignas(64) std::atomic<uint32_t> job_word_{0};  // generation << 8 | helpers wanted
-  alignas(64) std::atomic<int64_t> next_{0};
-  alignas(64) std::atomic<uint32_t> gate_{kClosed};
+  std::vector<std::thread> workers_;  // under growth_mutex_
+  std::atomic<int> worker_count_{0};
+  Job jobs_[kMaxJobs];
+  alignas(64) std::atomic<uint32_t> job_word_{0};  // bumped when a job opens (and at shutdown)
   alignas(64) std::atomic<int> sleeping_{0};
+  std::atomic<int> spinning_{0};
+  alignas(64) std::atomic<int> open_jobs_{0};
   std::atomic<bool> stopping_{false};
+  Counters counters_;
 };
 
 }  // namespace
@@ -299,5 +413,11 @@ void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> 
 }
 
 void shutdown_pool() { Pool::instance().shutdown(); }
+
+PoolStats pool_stats() {
+  PoolStats s = Pool::instance().stats();
+  s.scratch_bytes = scratch_bytes();
+  return s;
+}
 
 }  // namespace ember::threading

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "threading/scratch.h"
 #include "threading/thread_pool.h"
 
 namespace ember::kernels::sgemm {
@@ -34,8 +35,13 @@ constexpr int64_t kFullKFloats = 160 * 1024;
 constexpr int64_t kMaxPackedAFloats = int64_t{1} << 19;
 constexpr int64_t kCBlockFloats = 32 * 1024;
 
-// Grown on first use per thread, then reused.
-thread_local AlignedBuffer t_a_pack;
+// The A blocks a range packs: held by every thread at the largest size any
+// thread has packed, since whichever thread runs a range must not allocate
+// after the first run (threading/scratch.h).
+const threading::ScratchId kAPack = threading::new_scratch_id();
+// Packed B for a B that is not a prepacked weight: grown on first use per
+// thread, then reused. gemm() packs it on the calling thread before its
+// parallel_for.
 thread_local AlignedBuffer t_b_pack;
 
 struct Blocking {
@@ -98,8 +104,7 @@ void pack_a(const PackedProblem& p, int64_t mr, int64_t i0, int64_t rows, int64_
 // Units [begin, end) of the (A block, B panel) grid, A block major.
 void run_units(const SgemmTable& t, const PackedProblem& p, const Blocking& bl, int64_t begin, int64_t end) {
   const size_t a_bytes = static_cast<size_t>(bl.mc * (bl.pack_all_k ? p.k : bl.kc)) * sizeof(float);
-  t_a_pack.resize(a_bytes);
-  float* const a_pack = static_cast<float*>(t_a_pack.data());
+  float* const a_pack = static_cast<float*>(threading::scratch(kAPack, a_bytes));
   for (int64_t u = begin; u < end;) {
     const int64_t mb = u / bl.panels;
     const int64_t q0 = u % bl.panels;
