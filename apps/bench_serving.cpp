@@ -13,7 +13,9 @@
 //   KV peak          the most blocks held at once x block bytes, against the
 //                    bytes of the tokens held at that moment, and the unused
 //                    positions of those blocks per running sequence (in blocks);
-//   prefix hit       prompt tokens served from the prefix cache / admitted.
+//   prefix hit       prompt tokens served from the prefix cache / admitted;
+//   thread pool      parallel_for jobs, those that ran alone, and the workers
+//                    that joined against those wanted (threading::pool_stats).
 // --shared-prefix N then times two requests, one after the other, whose
 // prompts share an N-token system prompt: the second's TTFT against the first's.
 // Last, one stream's decode step on the paged cache against Generator's
@@ -32,6 +34,7 @@
 
 #include "base/cpu_features.h"
 #include "base/isa.h"
+#include "threading/thread_pool.h"
 
 namespace ember::cli {
 namespace {
@@ -70,6 +73,8 @@ struct Level {
                                : 0.0;
   }
   double prefix_hit = 0;
+  // Thread-pool jobs of the level: helpers that joined / wanted, and jobs that ran alone.
+  uint64_t pool_jobs = 0, pool_alone = 0, helpers_wanted = 0, helpers_joined = 0;
 };
 
 std::vector<int64_t> random_tokens(std::mt19937_64& rng, int n, int vocab) {
@@ -129,6 +134,7 @@ Result<Level> run_level(const ModelArgs& model, const ServingBenchArgs& args, in
     e.take_finished();
   }
   const genai::EngineStats before = e.stats();
+  const threading::PoolStats pool_before = threading::pool_stats();
   Level level;
   level.streams = streams;
   level.requests = args.requests > 0 ? args.requests : std::max(8, 4 * streams);
@@ -180,6 +186,11 @@ Result<Level> run_level(const ModelArgs& model, const ServingBenchArgs& args, in
     for (size_t k = 1; k < t.size(); ++k) level.itl.push_back(seconds_between(t[k - 1], t[k]));
   }
   const genai::EngineStats after = e.stats();
+  const threading::PoolStats pool_after = threading::pool_stats();
+  level.pool_jobs = pool_after.jobs - pool_before.jobs;
+  level.pool_alone = pool_after.alone - pool_before.alone;
+  level.helpers_wanted = pool_after.helpers_wanted - pool_before.helpers_wanted;
+  level.helpers_joined = pool_after.helpers_joined - pool_before.helpers_joined;
   level.output_tps = static_cast<double>(level.generated) / level.wall_s;
   level.decode_tps = decode_time > 0 ? static_cast<double>(decode_tokens) / decode_time : 0;
   level.block_bytes = after.block_bytes;
@@ -298,6 +309,11 @@ void print_markdown(const ModelArgs& model, const ServingBenchArgs& args, const 
                1e3 * percentile(l.ttft, 99), 1e3 * percentile(l.itl, 50), 1e3 * percentile(l.itl, 99), kv / 1e6,
                held > 0 ? kv / held : 0.0, l.spare_blocks_per_stream(), 100 * l.prefix_hit, l.preemptions);
   }
+  fmt::print("\n");
+  for (const Level& l : levels) {
+    fmt::print("thread pool at {} streams: {} jobs, {} ran alone, {} of {} wanted helpers joined\n", l.streams,
+               l.pool_jobs, l.pool_alone, l.helpers_joined, l.helpers_wanted);
+  }
   if (!levels.empty() && levels.front().decode_tps > 0) {
     fmt::print("\n");
     for (const Level& l : levels) {
@@ -341,7 +357,11 @@ void print_json(const ModelArgs& model, const ServingBenchArgs& args, const std:
                              {"running_at_peak", l.running_at_peak},
                              {"kv_bytes_per_token", l.token_bytes},
                              {"prefix_hit_rate", l.prefix_hit},
-                             {"preemptions", l.preemptions}});
+                             {"preemptions", l.preemptions},
+                             {"pool_jobs", l.pool_jobs},
+                             {"pool_jobs_alone", l.pool_alone},
+                             {"pool_helpers_wanted", l.helpers_wanted},
+                             {"pool_helpers_joined", l.helpers_joined}});
   }
   if (prefix) {
     out["shared_prefix"] = {{"tokens", args.shared_prefix},
