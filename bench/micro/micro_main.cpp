@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   ember::bench::register_binary_benchmarks();
   ember::bench::register_bandwidth_benchmarks();
   ember::bench::register_tokenizer_benchmarks();
+  ember::bench::register_attention_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

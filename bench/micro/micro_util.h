@@ -62,5 +62,6 @@ void register_unary_benchmarks();
 void register_binary_benchmarks();
 void register_bandwidth_benchmarks();
 void register_tokenizer_benchmarks();
+void register_attention_benchmarks();
 
 }  // namespace ember::bench

@@ -98,26 +98,36 @@ int64_t chunks_of(const AttentionSlice& s, int64_t r) {
   return std::max<int64_t>(1, (len + kKeyChunk - 1) / kKeyChunk);
 }
 
-// Calls fn(offset, k, v, n) for keys [first, first + count) in order, as runs
-// of rows that lie at a fixed stride in memory: one run for a contiguous slice,
-// one per block (adjacent blocks that are adjacent in memory joined) for a
-// paged one. The microkernels give each key's score the same bits wherever it
-// sits in a call, and f32_pv accumulates keys in order through memory, so a
-// chunk cut into runs gives the bits of one call over the same keys in a row.
-template <typename Fn>
-void for_each_key_run(const AttentionSlice& s, int64_t first, int64_t count, Fn&& fn) {
+// Keys [first, first + count) as runs of rows at a fixed stride, in key order:
+// one run for a contiguous slice, one per block (adjacent blocks that are
+// adjacent in memory joined) for a paged one, at most kKeyChunk. The *_runs
+// microkernels give a run list the bits of one call over the rows in a row.
+struct ChunkRuns {
+  const float* k[kKeyChunk];
+  const float* v[kKeyChunk];
+  int64_t lengths[kKeyChunk];
+  int64_t count = 0;
+};
+
+void chunk_runs(const AttentionSlice& s, int64_t first, int64_t count, ChunkRuns& runs) {
   if (!s.blocks) {
-    fn(0, s.k + first * s.k_row_stride, s.v + first * s.v_row_stride, count);
+    runs.k[0] = s.k + first * s.k_row_stride;
+    runs.v[0] = s.v + first * s.v_row_stride;
+    runs.lengths[0] = count;
+    runs.count = 1;
     return;
   }
   const int64_t br = s.block_rows, end = first + count;
   const bool joinable = s.k_block_stride == br * s.k_row_stride && s.v_block_stride == br * s.v_row_stride;
+  runs.count = 0;
   for (int64_t t = first; t < end;) {
     int64_t run_end = std::min(end, (t / br + 1) * br);
     while (joinable && run_end < end && s.blocks[run_end / br] == s.blocks[run_end / br - 1] + 1) {
       run_end = std::min(end, run_end + br);
     }
-    fn(t - first, slice_key(s, t), slice_value(s, t), run_end - t);
+    runs.k[runs.count] = slice_key(s, t);
+    runs.v[runs.count] = slice_value(s, t);
+    runs.lengths[runs.count++] = run_end - t;
     t = run_end;
   }
 }
@@ -134,11 +144,11 @@ void decode_item(const Kernels& kn, const AttentionSpec& spec, const AttentionSl
     std::fill(ph + 2, ph + 2 + spec.v_head_size, 0.0f);
   }
   if (n == 0) return;
-  const float* q = s.q + r * s.q_row_stride;
-  for_each_key_run(s, first, n, [&](int64_t at, const float* k, const float*, int64_t len) {
-    kn.attn.f32_qk(q, s.q_head_stride, s.heads, k, s.k_row_stride, len, spec.head_size, spec.scale, scores + at,
-                   kKeyChunk);
-  });
+  ChunkRuns runs;  // 6 KiB on the stack, left uninitialized past count
+  chunk_runs(s, first, n, runs);
+  const KeyRows keys{runs.k, runs.lengths, runs.count, s.k_row_stride};
+  kn.attn.f32_qk_runs(s.q + r * s.q_row_stride, s.q_head_stride, s.heads, &keys, spec.head_size, spec.scale, scores,
+                      kKeyChunk);
   for (int64_t h = 0; h < s.heads; ++h) {
     float* row = scores + h * kKeyChunk;
     adjust_scores(kn, spec, row_bias(s, h, r), first, row, n);
@@ -146,9 +156,8 @@ void decode_item(const Kernels& kn, const AttentionSpec& spec, const AttentionSl
     partial[h * stride] = m;
     partial[h * stride + 1] = l;
   }
-  for_each_key_run(s, first, n, [&](int64_t at, const float*, const float* v, int64_t len) {
-    kn.attn.f32_pv(scores + at, kKeyChunk, s.heads, v, s.v_row_stride, len, spec.v_head_size, partial + 2, stride);
-  });
+  const KeyRows values{runs.v, runs.lengths, runs.count, s.v_row_stride};
+  kn.attn.f32_pv_runs(scores, kKeyChunk, s.heads, &values, spec.v_head_size, partial + 2, stride);
 }
 
 void decode_merge(const AttentionSpec& spec, const AttentionSlice& s, int64_t r, int64_t chunks, const float* partial,
