@@ -94,6 +94,13 @@ struct PagedRun {
   size_t esize = sizeof(float);
   const void *cos = nullptr, *sin = nullptr;  // in the op's dtype
   const float* sinks = nullptr;  // head_sink as f32, or nullptr
+  // What attention reads: rotated (or given) queries, and for f16 the staged
+  // cache rows (stage_f16_cache's layout, kv_before the caller thread's offsets).
+  const float* q = nullptr;
+  int64_t q_row = 0;
+  const float *staged_k = nullptr, *staged_v = nullptr;
+  const std::vector<int64_t>* kv_before = nullptr;
+  float* out = nullptr;  // f32 output (staged for f16)
 
   int64_t seq_of(int64_t token) const {
     return std::upper_bound(query_start, query_start + d.seqs + 1, token) - query_start - 1;
@@ -131,7 +138,8 @@ class PagedAttention final : public OpKernel {
   void stage_f16_inputs(const KernelContext& ctx, PagedRun& g) const;
   void write_cache(const PagedRun& g) const;
   const float* rotate_queries(const PagedRun& g) const;
-  const float* stage_f16_cache(const PagedRun& g) const;
+  void stage_f16_cache(PagedRun& g) const;
+  AttentionSlice slice(const PagedRun& g, int64_t seq, int64_t kv_head) const;
   const float* trig_row(const PagedRun& g, bool sin, int64_t position, float* buf) const;
   void rotate(const float* x, const float* cos, const float* sin, float* y, const Dims& d) const;
 
@@ -364,9 +372,9 @@ void PagedAttention::stage_f16_inputs(const KernelContext& ctx, PagedRun& g) con
 }
 
 // float16: every row each sequence sees, as f32, contiguous per (sequence, kv
-// head): keys of sequence s, head h at (t_kv_before[s] * Nkv + h * total_s) * H,
-// values after all keys. Converted block by block after the new rows are stored.
-const float* PagedAttention::stage_f16_cache(const PagedRun& g) const {
+// head): sequence s, head h at (kv_before[s] * Nkv + h * total_s) * H of
+// staged_k and staged_v. Converted block by block after the new rows are stored.
+void PagedAttention::stage_f16_cache(PagedRun& g) const {
   const Dims& d = g.d;
   const int64_t nkv = at_.kv_num_heads, hs = d.head_size, bs = d.block_size;
   std::vector<int64_t>& before = t_kv_before;
@@ -387,7 +395,41 @@ const float* PagedAttention::stage_f16_cache(const PagedRun& g) const {
       }
     }
   });
-  return staged;
+  g.staged_k = staged;
+  g.staged_v = staged + floats_k;
+  g.kv_before = &before;  // this thread's: slices are described on any thread
+}
+
+// Sequence `seq`'s rows of the query heads that read kv head `kv_head`.
+AttentionSlice PagedAttention::slice(const PagedRun& g, int64_t seq, int64_t kv_head) const {
+  const int64_t n = at_.num_heads, nkv = at_.kv_num_heads, hs = g.d.head_size, bs = g.d.block_size;
+  const int64_t group = n / nkv, q0 = g.query_start[seq], total = g.total(seq);
+  AttentionSlice sl;
+  sl.heads = group;
+  sl.rows = g.query_start[seq + 1] - q0;
+  sl.keys = total;
+  sl.q = g.q + q0 * g.q_row + kv_head * group * hs;
+  sl.q_head_stride = hs;
+  sl.q_row_stride = g.q_row;
+  sl.k_row_stride = sl.v_row_stride = hs;
+  if (g.staged_k) {
+    const int64_t at = ((*g.kv_before)[static_cast<size_t>(seq)] * nkv + kv_head * total) * hs;
+    sl.k = g.staged_k + at;
+    sl.v = g.staged_v + at;
+  } else {
+    sl.k = reinterpret_cast<const float*>(g.key_cache) + kv_head * bs * hs;
+    sl.v = reinterpret_cast<const float*>(g.value_cache) + kv_head * bs * hs;
+    sl.blocks = g.block_tables + seq * g.d.max_blocks;
+    sl.block_rows = bs;
+    sl.k_block_stride = sl.v_block_stride = nkv * bs * hs;
+  }
+  sl.out = g.out + q0 * n * hs + kv_head * group * hs;
+  sl.out_head_stride = hs;
+  sl.out_row_stride = n * hs;
+  sl.causal_end = g.past_lens[seq];
+  sl.window = at_.local_window > 0 ? at_.local_window : 0;
+  sl.sinks = g.sinks ? g.sinks + kv_head * group : nullptr;
+  return sl;
 }
 
 Status PagedAttention::run(KernelContext& ctx) const {
@@ -396,7 +438,7 @@ Status PagedAttention::run(KernelContext& ctx) const {
   const Dims& d = g.d;
   EMBER_RETURN_IF_ERROR(check_values(ctx, d));
   EMBER_RETURN_IF_ERROR(check_in_place(ctx));
-  const int64_t n = at_.num_heads, nkv = at_.kv_num_heads, hs = d.head_size, group = n / nkv, bs = d.block_size;
+  const int64_t n = at_.num_heads, nkv = at_.kv_num_heads, hs = d.head_size;
   const bool f16 = dtype_ == DType::kF16;
   g.query_start = ctx.input(kQueryStart).data_as<int32_t>();
   g.past_lens = ctx.input(kPastLens).data_as<int32_t>();
@@ -419,11 +461,10 @@ Status PagedAttention::run(KernelContext& ctx) const {
     g.sin = ctx.input(kSin).data();
   }
   write_cache(g);
-  const float* q = at_.do_rotary ? rotate_queries(g) : g.query;
-  const int64_t q_row = at_.do_rotary ? n * hs : g.row_floats;
-  const float* staged = f16 ? stage_f16_cache(g) : nullptr;
-  const std::vector<int64_t>& kv_before = t_kv_before;  // this thread's: slices are described on any thread
-  const int64_t staged_values = f16 ? kv_before.back() * nkv * hs : 0;
+  g.q = at_.do_rotary ? rotate_queries(g) : g.query;
+  g.q_row = at_.do_rotary ? n * hs : g.row_floats;
+  if (f16) stage_f16_cache(g);
+  g.out = f16 ? floats(t_stage_out, d.tokens * n * hs) : ctx.output(0).data_as<float>();
 
   AttentionSpec spec;
   spec.head_size = hs;
@@ -432,41 +473,11 @@ Status PagedAttention::run(KernelContext& ctx) const {
   spec.softcap = at_.softcap;
   spec.smooth_softmax = at_.smooth_softmax || g.sinks;
   spec.row_invariant = true;  // batch invariance: see the top of this file
-  float* out = f16 ? floats(t_stage_out, d.tokens * n * hs) : ctx.output(0).data_as<float>();
-  attend(spec, d.seqs * nkv, [&](int64_t sh) {
-    const int64_t s = sh / nkv, h = sh % nkv;
-    const int64_t q0 = g.query_start[s], total = g.total(s);
-    AttentionSlice sl;
-    sl.heads = group;
-    sl.rows = g.query_start[s + 1] - q0;
-    sl.keys = total;
-    sl.q = q + q0 * q_row + h * group * hs;
-    sl.q_head_stride = hs;
-    sl.q_row_stride = q_row;
-    sl.k_row_stride = sl.v_row_stride = hs;
-    if (f16) {
-      const int64_t at = (kv_before[static_cast<size_t>(s)] * nkv + h * total) * hs;
-      sl.k = staged + at;
-      sl.v = staged + staged_values + at;
-    } else {
-      sl.k = reinterpret_cast<const float*>(g.key_cache) + h * bs * hs;
-      sl.v = reinterpret_cast<const float*>(g.value_cache) + h * bs * hs;
-      sl.blocks = g.block_tables + s * d.max_blocks;
-      sl.block_rows = bs;
-      sl.k_block_stride = sl.v_block_stride = nkv * bs * hs;
-    }
-    sl.out = out + q0 * n * hs + h * group * hs;
-    sl.out_head_stride = hs;
-    sl.out_row_stride = n * hs;
-    sl.causal_end = g.past_lens[s];
-    sl.window = at_.local_window > 0 ? at_.local_window : 0;
-    sl.sinks = g.sinks ? g.sinks + h * group : nullptr;
-    return sl;
-  });
+  attend(spec, d.seqs * nkv, [&](int64_t sh) { return slice(g, sh / nkv, sh % nkv); });
   if (f16) {
     uint16_t* y = ctx.output(0).data_as<uint16_t>();
     threading::parallel_for(d.tokens * n * hs, kCopyGrainElements, [&](int64_t begin, int64_t end) {
-      convert_->f32_to_f16(out + begin, y + begin, end - begin);
+      convert_->f32_to_f16(g.out + begin, y + begin, end - begin);
     });
   }
   return Status::ok();
