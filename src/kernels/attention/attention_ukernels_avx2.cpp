@@ -45,18 +45,24 @@ void prefetch_row(const KeyRows* k, int64_t run, int64_t at, int64_t from, int64
 constexpr int64_t kKeyRowsAhead = 16, kValueRowsAhead = 32;
 int64_t runs_ahead(int64_t n, int64_t rows) { return n <= 0 || n >= rows ? 1 : (rows + n - 1) / n; }
 
-// Fills rows[0, 8) with the next keys of k from the cursor (run, at); returns how many.
+// Fills rows[0, 8) with the next keys of k from the cursor (run, at), and
+// prefetches the same rows of a run kKeyRowsAhead rows ahead; returns how many.
 int64_t next_rows8(const KeyRows* k, int64_t* run, int64_t* at, const float** rows, int64_t head_size) {
   int64_t n = 0;
   while (n < 8 && *run < k->runs) {
-    if (*at == k->lengths[*run]) {
+    const int64_t len = k->lengths[*run];
+    const int64_t take = len - *at < 8 - n ? len - *at : 8 - n;
+    const int64_t ra = *run + runs_ahead(len, kKeyRowsAhead);
+    const int64_t ahead = ra < k->runs ? (k->lengths[ra] < *at + take ? k->lengths[ra] : *at + take) : 0;
+    for (int64_t i = *at; i < ahead; ++i) prefetch_row(k, ra, i, 0, head_size);
+    const float* base = k->rows[*run] + *at * k->row_stride;
+    for (int64_t j = 0; j < take; ++j) rows[n + j] = base + j * k->row_stride;
+    n += take;
+    *at += take;
+    if (*at == len) {
       ++*run;
       *at = 0;
-      continue;
     }
-    prefetch_row(k, *run + runs_ahead(k->lengths[*run], kKeyRowsAhead), *at, 0, head_size);
-    rows[n++] = k->rows[*run] + *at * k->row_stride;
-    ++*at;
   }
   return n;
 }
