@@ -19,8 +19,9 @@
 // --shared-prefix N then times two requests, one after the other, whose
 // prompts share an N-token system prompt: the second's TTFT against the first's.
 // Last, one stream's decode step on the paged cache against Generator's
-// contiguous cache in the same process, interleaved per repetition, as a
-// ratio of p50 step times, with Generator against itself as the null control.
+// contiguous cache in the same process, as a ratio of p50 step times: each
+// round runs Generator, the engine, Generator again (the two Generator runs
+// swap places every round), and Generator against itself is the null control.
 #include "bench_serving.h"
 
 #include <fmt/format.h>
@@ -232,7 +233,7 @@ Status time_paged(genai::Engine& e, const std::vector<int64_t>& prompt, int step
   return Status::ok();
 }
 
-constexpr int kStepContext = 512, kStepCount = 64, kStepRepetitions = 5;
+constexpr int kStepContext = 512, kStepCount = 64, kStepRepetitions = 8;
 
 Result<StepTimes> run_decode_step(const ModelArgs& model, const ServingBenchArgs& args, uint64_t seed) {
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<genai::Engine> engine, load_engine(model, engine_options(args, 1)));
@@ -245,9 +246,12 @@ Result<StepTimes> run_decode_step(const ModelArgs& model, const ServingBenchArgs
   for (int r = -1; r < kStepRepetitions; ++r) {  // the first round warms up
     const std::vector<int64_t> prompt = random_tokens(rng, t.context, engine->config().vocab_size);
     StepTimes round;
-    EMBER_RETURN_IF_ERROR(time_contiguous(*generator, prompt, kStepCount, round.contiguous));
+    // The paged run sits between the two contiguous ones, which swap places every round.
+    std::vector<double>& before = r % 2 == 0 ? round.contiguous : round.contiguous_again;
+    std::vector<double>& after = r % 2 == 0 ? round.contiguous_again : round.contiguous;
+    EMBER_RETURN_IF_ERROR(time_contiguous(*generator, prompt, kStepCount, before));
     EMBER_RETURN_IF_ERROR(time_paged(*engine, prompt, kStepCount, round.paged));
-    EMBER_RETURN_IF_ERROR(time_contiguous(*generator, prompt, kStepCount, round.contiguous_again));
+    EMBER_RETURN_IF_ERROR(time_contiguous(*generator, prompt, kStepCount, after));
     if (r < 0) continue;
     for (auto [from, to] : {std::pair{&round.paged, &t.paged}, std::pair{&round.contiguous, &t.contiguous},
                             std::pair{&round.contiguous_again, &t.contiguous_again}}) {
