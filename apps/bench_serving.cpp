@@ -8,6 +8,9 @@
 //   output tok/s     generated tokens / wall time of the level;
 //   decode tok/s     tokens of the steps that ran no prompt tokens / their time
 //                    (batched decode alone: each weight read once per step);
+//   steady tok/s     the same after the level, with C requests of one length
+//                    (a 256-token prompt, or what the context allows, then 48
+//                    tokens) decoding together;
 //   TTFT p50/p99     add() to the first token;
 //   ITL p50/p99      between consecutive tokens of a request;
 //   KV peak          the most blocks held at once x block bytes, against the
@@ -63,7 +66,7 @@ struct Level {
   int streams = 0;
   int requests = 0;
   int64_t generated = 0;
-  double wall_s = 0, output_tps = 0, decode_tps = 0;
+  double wall_s = 0, output_tps = 0, decode_tps = 0, steady_tps = 0;
   std::vector<double> ttft, itl;
   int64_t peak_blocks = 0, tokens_at_peak = 0, running_at_peak = 0, block_size = 0, block_bytes = 0, token_bytes = 0,
           preemptions = 0;
@@ -121,6 +124,34 @@ genai::EngineRequest request(std::vector<int64_t> prompt, int gen, std::vector<C
     return true;
   };
   return r;
+}
+
+constexpr int kSteadyPrompt = 256, kSteadyGen = 48;
+
+// Decode tokens/s of `streams` equal requests decoding together (steps that ran no prompt token).
+Result<double> steady_decode(genai::Engine& e, int streams, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Clock::time_point> ignored;
+  const int prompt = static_cast<int>(std::min<int64_t>(kSteadyPrompt, e.max_length() - kSteadyGen - 1));
+  for (int i = 0; i < streams; ++i) {
+    EMBER_RETURN_IF_ERROR(
+        e.add(request(random_tokens(rng, prompt, e.config().vocab_size), kSteadyGen, &ignored)).status());
+  }
+  double time = 0;
+  int64_t tokens = 0;
+  while (!e.idle()) {
+    const genai::EngineStats s0 = e.stats();
+    const Clock::time_point start = Clock::now();
+    EMBER_RETURN_IF_ERROR(e.step());
+    const double step_s = seconds_between(start, Clock::now());
+    const genai::EngineStats s1 = e.stats();
+    if (s1.prompt_tokens_run == s0.prompt_tokens_run && s0.running == streams) {
+      time += step_s;
+      tokens += s1.decode_tokens_run - s0.decode_tokens_run;
+    }
+    e.take_finished();
+  }
+  return time > 0 ? static_cast<double>(tokens) / time : 0.0;
 }
 
 Result<Level> run_level(const ModelArgs& model, const ServingBenchArgs& args, int streams, uint64_t seed) {
@@ -202,6 +233,7 @@ Result<Level> run_level(const ModelArgs& model, const ServingBenchArgs& args, in
   level.prefix_hit = admitted > 0 ? static_cast<double>(after.prefix_tokens_reused - before.prefix_tokens_reused) /
                                         static_cast<double>(admitted)
                                   : 0;
+  EMBER_ASSIGN_OR_RETURN(level.steady_tps, steady_decode(e, streams, seed + 1));
   return level;
 }
 
@@ -301,15 +333,15 @@ void print_markdown(const ModelArgs& model, const ServingBenchArgs& args, const 
              cpu_features().brand, isa_description(), model.model_dir, args.prompt[0], args.prompt[1], args.gen[0],
              args.gen[1], args.rate > 0 ? fmt::format("Poisson arrivals at {} req/s", args.rate) : "closed loop",
              args.block_size, args.step_tokens);
-  fmt::print("| streams | requests | output tok/s | decode tok/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | "
+  fmt::print("| streams | requests | output tok/s | decode tok/s | steady tok/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | "
              "KV peak MB | KV / held | spare blocks / stream | prefix hit | preemptions |\n");
-  fmt::print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  fmt::print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (const Level& l : levels) {
     const double kv = static_cast<double>(l.peak_blocks * l.block_bytes);
     const double held = static_cast<double>(l.tokens_at_peak * l.token_bytes);
-    fmt::print("| {} | {} | {:.2f} | {:.2f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.3f} | {:.2f} | {:.1f} % | {} "
+    fmt::print("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.3f} | {:.2f} | {:.1f} % | {} "
                "|\n",
-               l.streams, l.requests, l.output_tps, l.decode_tps, 1e3 * percentile(l.ttft, 50),
+               l.streams, l.requests, l.output_tps, l.decode_tps, l.steady_tps, 1e3 * percentile(l.ttft, 50),
                1e3 * percentile(l.ttft, 99), 1e3 * percentile(l.itl, 50), 1e3 * percentile(l.itl, 99), kv / 1e6,
                held > 0 ? kv / held : 0.0, l.spare_blocks_per_stream(), 100 * l.prefix_hit, l.preemptions);
   }
@@ -321,7 +353,8 @@ void print_markdown(const ModelArgs& model, const ServingBenchArgs& args, const 
   if (!levels.empty() && levels.front().decode_tps > 0) {
     fmt::print("\n");
     for (const Level& l : levels) {
-      fmt::print("decode tok/s at {} streams: {:.2f} x one stream's\n", l.streams, l.decode_tps / levels.front().decode_tps);
+      fmt::print("at {} streams: decode tok/s {:.2f} x one stream's, steady {:.2f} x\n", l.streams,
+                 l.decode_tps / levels.front().decode_tps, l.steady_tps / levels.front().steady_tps);
     }
   }
   if (prefix) {
@@ -352,6 +385,7 @@ void print_json(const ModelArgs& model, const ServingBenchArgs& args, const std:
                              {"wall_s", l.wall_s},
                              {"output_tokens_per_s", l.output_tps},
                              {"decode_tokens_per_s", l.decode_tps},
+                             {"steady_decode_tokens_per_s", l.steady_tps},
                              {"ttft_p50_s", percentile(l.ttft, 50)},
                              {"ttft_p99_s", percentile(l.ttft, 99)},
                              {"itl_p50_s", percentile(l.itl, 50)},
