@@ -21,15 +21,13 @@
 #include "kernels/attention/group_query_attention.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "base/buffer.h"
 #include "kernels/attention/attention_core.h"
 #include "kernels/attention/attention_layout.h"
-#include "kernels/attention/rotary_ukernels.h"
-#include "kernels/common/convert.h"
+#include "kernels/attention/gqa_common.h"
 #include "threading/thread_pool.h"
 
 namespace ember::kernels::attention {
@@ -39,45 +37,23 @@ enum Input : size_t {
   kQuery, kKey, kValue, kPastKey, kPastValue, kSeqlensK, kTotalSeqLen, kCos, kSin, kPositionIds, kBias, kHeadSink
 };
 
-struct GqaAttrs {
-  int64_t num_heads = 0, kv_num_heads = 0;
-  float scale = 0.0f, softcap = 0.0f;
-  int64_t local_window = -1;
-  bool do_rotary = false, interleaved = false, smooth_softmax = false;
-  // ONNX Runtime evicts the oldest positions of a shared past/present buffer
-  // shorter than the sequence; Ember runs such a node only while its buffer
-  // holds every position (Ember's generator allocates full-length caches).
-  bool sliding_window_cache = false;
-};
-
 struct Dims {
   int64_t batch = 0, seq = 0, head_size = 0, past = 0, total = 0, present = 0, rot = 0;
   bool packed = false;
 };
 
-// Rows of at least this many elements per parallel_for range when rotating and
-// storing new keys: a decode step (one row per head) stays inline.
-constexpr int64_t kCopyGrainElements = 16384;
-
 thread_local AlignedBuffer t_query;
-// float16 calls compute in f32: inputs, K/V of the cache, bias and output staged here.
-thread_local AlignedBuffer t_stage_in;
+// float16 calls compute in f32: K/V of the cache staged here.
 thread_local AlignedBuffer t_stage_kv;
-thread_local AlignedBuffer t_stage_out;
 // Per worker: one rotated row and its cos/sin rows.
 thread_local AlignedBuffer t_row;
 
-float* floats(AlignedBuffer& b, int64_t n) {
-  b.resize(static_cast<size_t>(n) * sizeof(float));
-  return static_cast<float*>(b.data());
-}
-
 struct GqaRun;
 
-class GroupQueryAttention final : public OpKernel {
+class GroupQueryAttention final : public GqaKernel {
  public:
-  GroupQueryAttention(GqaAttrs at, DType dtype)
-      : at_(at), dtype_(dtype), rotary_(&rotary_table()), convert_(&convert_table()) {}
+  GroupQueryAttention(GqaAttrs at, bool sliding_window_cache, DType dtype)
+      : GqaKernel(at, dtype), sliding_window_cache_(sliding_window_cache) {}
 
   Status infer(KernelContext& ctx) const override {
     EMBER_ASSIGN_OR_RETURN(Dims d, dims(ctx));
@@ -98,18 +74,15 @@ class GroupQueryAttention final : public OpKernel {
  private:
   void write_cache(const KernelContext& ctx, const GqaRun& g) const;
   const float* rotate_queries(const KernelContext& ctx, const GqaRun& g) const;
-  const float* trig_row(const GqaRun& g, bool sin, int64_t position, float* buf) const;
-  void stage_f16_inputs(const KernelContext& ctx, GqaRun& g) const;
   void stage_f16_cache(const GqaRun& g, const float** k, const float** v) const;
   Result<Dims> dims(const KernelContext& ctx) const;
   Status check_lengths(const KernelContext& ctx, const Dims& d, bool first_prompt) const;
   int64_t position(const KernelContext& ctx, const Dims& d, bool first_prompt, int64_t b, int64_t s) const;
-  void rotate(const float* x, const float* cos, const float* sin, float* y, const Dims& d) const;
 
-  GqaAttrs at_;
-  DType dtype_;  // f32, or f16 computed in f32
-  const RotaryTable* rotary_;
-  const ConvertTable* convert_;
+  // ONNX Runtime evicts the oldest positions of a shared past/present buffer
+  // shorter than the sequence; Ember runs such a node only while its buffer
+  // holds every position (Ember's generator allocates full-length caches).
+  bool sliding_window_cache_;
 };
 
 Result<Dims> GroupQueryAttention::dims(const KernelContext& ctx) const {
@@ -119,15 +92,7 @@ Result<Dims> GroupQueryAttention::dims(const KernelContext& ctx) const {
   d.batch = q.dim(0);
   d.seq = q.dim(1);
   d.packed = !ctx.has_input(kKey);
-  const int64_t heads = d.packed ? at_.num_heads + 2 * at_.kv_num_heads : at_.num_heads;
-  d.head_size = q.dim(2) / heads;
-  if (d.head_size * heads != q.dim(2) || d.head_size == 0) {
-    return invalid_argument("input 'query' {}: hidden size {} is not a multiple of {} heads{}", q.describe(), q.dim(2),
-                            heads, d.packed ? " (packed Q, K and V)" : "");
-  }
-  if (d.packed != !ctx.has_input(kValue)) {
-    return invalid_argument("inputs 'key' and 'value' must both be given or both be omitted (packed QKV)");
-  }
+  EMBER_ASSIGN_OR_RETURN(d.head_size, head_size(ctx, q, d.packed, kValue));
   if (!d.packed) {
     for (size_t i : {kKey, kValue}) {
       const Tensor& t = ctx.input(i);
@@ -166,28 +131,17 @@ Result<Dims> GroupQueryAttention::dims(const KernelContext& ctx) const {
     return invalid_argument("total_sequence_length {} is less than the sequence length {}", d.total, d.seq);
   }
   d.present = std::max(d.total, d.past);
-  if (at_.sliding_window_cache && !ctx.has_input(kPastKey)) {
+  if (sliding_window_cache_ && !ctx.has_input(kPastKey)) {
     return invalid_argument("sliding_window_cache=1 needs inputs 'past_key' and 'past_value' (the cache buffers)");
   }
   // A past of total - sequence rows is the cache itself; another length short
   // of total is a shared buffer ONNX Runtime would have evicted from.
-  if (at_.sliding_window_cache && d.past < d.total && d.past != d.total - d.seq) {
+  if (sliding_window_cache_ && d.past < d.total && d.past != d.total - d.seq) {
     return not_implemented("sliding_window_cache=1 with a past/present buffer of {} positions for {} in all: Ember "
                            "does not evict from window-sized caches; give it a buffer of the whole length",
                            d.past, d.total);
   }
-  if (at_.do_rotary) {
-    if (!ctx.has_input(kCos) || !ctx.has_input(kSin)) {
-      return invalid_argument("do_rotary=1 needs inputs 'cos_cache' and 'sin_cache'");
-    }
-    const Tensor& cos = ctx.input(kCos);
-    if (cos.rank() != 2 || cos.shape() != ctx.input(kSin).shape() || 2 * cos.dim(1) > d.head_size) {
-      return invalid_argument("inputs 'cos_cache' {} and 'sin_cache' {} must both be [max_position, rotary_dim / 2] "
-                              "with rotary_dim <= head_size={}",
-                              cos.describe(), ctx.input(kSin).describe(), d.head_size);
-    }
-    d.rot = 2 * cos.dim(1);
-  }
+  EMBER_ASSIGN_OR_RETURN(d.rot, rotary_dim(ctx, kCos, kSin, d.head_size));
   if (ctx.has_input(kBias)) {
     const Tensor& bias = ctx.input(kBias);
     if (bias.rank() != 4 || (bias.dim(0) != 1 && bias.dim(0) != d.batch) ||
@@ -204,12 +158,7 @@ Result<Dims> GroupQueryAttention::dims(const KernelContext& ctx) const {
                               d.seq);
     }
   }
-  if (ctx.has_input(kHeadSink)) {
-    const Tensor& sink = ctx.input(kHeadSink);
-    if (sink.rank() != 1 || sink.dim(0) != at_.num_heads) {
-      return invalid_argument("input 'head_sink' {} must be [num_heads={}]", sink.describe(), at_.num_heads);
-    }
-  }
+  EMBER_RETURN_IF_ERROR(check_head_sink(ctx, kHeadSink));
   if (d.seq > 1 && d.seq != d.total && d.batch != 1) {
     return invalid_argument("a prompt with past context (sequence {} < total_sequence_length {}) needs batch 1, got {}",
                             d.seq, d.total, d.batch);
@@ -253,23 +202,11 @@ int64_t GroupQueryAttention::position(const KernelContext& ctx, const Dims& d, b
   return total_b - d.seq + s;
 }
 
-void GroupQueryAttention::rotate(const float* x, const float* cos, const float* sin, float* y, const Dims& d) const {
-  const int64_t half = d.rot / 2;
-  if (at_.interleaved) {
-    rotary_->f32_rotate_pairs(x, cos, sin, y, half);
-  } else {
-    rotary_->f32_rotate_half(x, x + half, cos, sin, y, y + half, half);
-  }
-  if (d.rot < d.head_size) std::memcpy(y + d.rot, x + d.rot, static_cast<size_t>(d.head_size - d.rot) * sizeof(float));
-}
-
 // The call's tensors, resolved once per run.
-struct GqaRun {
+struct GqaRun : QkvRows {
   Dims d;
   bool first_prompt = false;
   const int32_t* seqlens = nullptr;
-  const float *query = nullptr, *key = nullptr, *value = nullptr;  // f32 (staged for f16)
-  int64_t row_floats = 0, kv_row_floats = 0;  // per token: [q heads | k heads | v heads] when packed
   // The caches in the op's dtype, `esize` bytes per element.
   size_t esize = sizeof(float);
   const char *past_k = nullptr, *past_v = nullptr;
@@ -280,28 +217,15 @@ struct GqaRun {
   const float* sinks = nullptr;  // head_sink as f32, or nullptr
 };
 
-// The cos or sin row of `position` as f32 (converted into buf for f16).
-const float* GroupQueryAttention::trig_row(const GqaRun& g, bool sin, int64_t position, float* buf) const {
-  const int64_t half = g.d.rot / 2;
-  const void* cache = sin ? g.sin : g.cos;
-  if (dtype_ == DType::kF32) return static_cast<const float*>(cache) + position * half;
-  convert_->f16_to_f32(static_cast<const uint16_t*>(cache) + position * half, buf, half);
-  return buf;
-}
-
 // Per (b, kv head): present rows [0, past_b) from past (unless shared), rows
 // [past_b, past_b + S) the new keys (rotated) and values, the rest zero.
 void GroupQueryAttention::write_cache(const KernelContext& ctx, const GqaRun& g) const {
   const Dims& d = g.d;
   const int64_t nkv = at_.kv_num_heads, hs = d.head_size;
   const size_t row_bytes = static_cast<size_t>(hs) * g.esize;
-  auto store = [&](const float* src, char* dst) {
-    if (dtype_ == DType::kF32) std::memcpy(dst, src, row_bytes);
-    else convert_->f32_to_f16(src, reinterpret_cast<uint16_t*>(dst), hs);
-  };
-  const int64_t grain = std::max<int64_t>(1, kCopyGrainElements / std::max<int64_t>(1, d.present * hs));
+  const int64_t grain = std::max<int64_t>(1, kGqaCopyGrainElements / std::max<int64_t>(1, d.present * hs));
   threading::parallel_for(d.batch * nkv, grain, [&](int64_t begin, int64_t end) {
-    float* rotated = floats(t_row, hs + d.rot);
+    float* rotated = grow_floats(t_row, hs + d.rot);
     float* trig = rotated + hs;
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / nkv, h = bh % nkv;
@@ -326,11 +250,11 @@ void GroupQueryAttention::write_cache(const KernelContext& ctx, const GqaRun& g)
         const float* vs = g.value + (b * d.seq + s) * g.kv_row_floats + h * hs;
         if (at_.do_rotary) {
           const int64_t p = position(ctx, d, g.first_prompt, b, s);
-          rotate(ks, trig_row(g, false, p, trig), trig_row(g, true, p, trig + d.rot / 2), rotated, d);
+          rotate(ks, trig_rows(g.cos, g.sin, d.rot, p, trig), rotated, d.rot, hs);
           ks = rotated;
         }
-        store(ks, pk + (past_b + s) * row_bytes);
-        store(vs, pv + (past_b + s) * row_bytes);
+        store_row(ks, pk + (past_b + s) * row_bytes, hs);
+        store_row(vs, pv + (past_b + s) * row_bytes, hs);
       }
     }
   });
@@ -340,47 +264,26 @@ void GroupQueryAttention::write_cache(const KernelContext& ctx, const GqaRun& g)
 const float* GroupQueryAttention::rotate_queries(const KernelContext& ctx, const GqaRun& g) const {
   const Dims& d = g.d;
   const int64_t n = at_.num_heads, hs = d.head_size;
-  float* q_rot = floats(t_query, d.batch * d.seq * n * hs);
-  const int64_t grain = std::max<int64_t>(1, kCopyGrainElements / (n * hs));
+  float* q_rot = grow_floats(t_query, d.batch * d.seq * n * hs);
+  const int64_t grain = std::max<int64_t>(1, kGqaCopyGrainElements / (n * hs));
   threading::parallel_for(d.batch * d.seq, grain, [&](int64_t begin, int64_t end) {
-    float* trig = floats(t_row, d.rot);
+    float* buf = grow_floats(t_row, d.rot);
     for (int64_t bs = begin; bs < end; ++bs) {
       const int64_t p = position(ctx, d, g.first_prompt, bs / d.seq, bs % d.seq);
-      const float* cos = trig_row(g, false, p, trig);
-      const float* sin = trig_row(g, true, p, trig + d.rot / 2);
-      for (int64_t h = 0; h < n; ++h) rotate(g.query + bs * g.row_floats + h * hs, cos, sin, q_rot + (bs * n + h) * hs, d);
+      const TrigRows trig = trig_rows(g.cos, g.sin, d.rot, p, buf);
+      for (int64_t h = 0; h < n; ++h) {
+        rotate(g.query + bs * g.row_floats + h * hs, trig, q_rot + (bs * n + h) * hs, d.rot, hs);
+      }
     }
   });
   return q_rot;
-}
-
-// float16: query/key/value, attention_bias and head_sink converted to f32.
-void GroupQueryAttention::stage_f16_inputs(const KernelContext& ctx, GqaRun& g) const {
-  int64_t total = 0;
-  for (size_t i : {kQuery, kKey, kValue, kBias, kHeadSink}) total += ctx.has_input(i) ? ctx.input(i).numel() : 0;
-  float* at = floats(t_stage_in, total);
-  auto stage = [&](size_t i) -> const float* {
-    if (!ctx.has_input(i)) return nullptr;
-    const Tensor& t = ctx.input(i);
-    float* dst = at;
-    threading::parallel_for(t.numel(), kCopyGrainElements, [&](int64_t begin, int64_t end) {
-      convert_->f16_to_f32(t.data_as<uint16_t>() + begin, dst + begin, end - begin);
-    });
-    at += t.numel();
-    return dst;
-  };
-  g.query = stage(kQuery);
-  g.key = g.d.packed ? g.query + at_.num_heads * g.d.head_size : stage(kKey);
-  g.value = g.d.packed ? g.query + (at_.num_heads + at_.kv_num_heads) * g.d.head_size : stage(kValue);
-  g.bias = stage(kBias);
-  g.sinks = stage(kHeadSink);
 }
 
 // float16: the cache rows attention reads, [B * Nkv, present, H] in f32.
 void GroupQueryAttention::stage_f16_cache(const GqaRun& g, const float** k, const float** v) const {
   const Dims& d = g.d;
   const int64_t rows = d.batch * at_.kv_num_heads, block = d.present * d.head_size;
-  float* kf = floats(t_stage_kv, 2 * rows * block);
+  float* kf = grow_floats(t_stage_kv, 2 * rows * block);
   float* vf = kf + rows * block;
   threading::parallel_for(rows, 1, [&](int64_t begin, int64_t end) {
     for (int64_t bh = begin; bh < end; ++bh) {
@@ -402,18 +305,10 @@ Status GroupQueryAttention::run(KernelContext& ctx) const {
   const int64_t n = at_.num_heads, nkv = at_.kv_num_heads, hs = d.head_size, group = n / nkv;
   const bool f16 = dtype_ == DType::kF16;
   g.seqlens = ctx.input(kSeqlensK).data_as<int32_t>();
-  g.row_floats = d.packed ? (n + 2 * nkv) * hs : n * hs;
-  g.kv_row_floats = d.packed ? g.row_floats : nkv * hs;
   g.esize = dtype_size(dtype_);
-  if (f16) {
-    stage_f16_inputs(ctx, g);
-  } else {
-    g.query = ctx.input(kQuery).data_as<float>();
-    g.key = d.packed ? g.query + n * hs : ctx.input(kKey).data_as<float>();
-    g.value = d.packed ? g.query + (n + nkv) * hs : ctx.input(kValue).data_as<float>();
-    g.bias = ctx.has_input(kBias) ? ctx.input(kBias).data_as<float>() : nullptr;
-    g.sinks = ctx.has_input(kHeadSink) ? ctx.input(kHeadSink).data_as<float>() : nullptr;
-  }
+  const float *query = nullptr, *key = nullptr, *value = nullptr;
+  float_inputs(ctx, {{kQuery, &query}, {kKey, &key}, {kValue, &value}, {kBias, &g.bias}, {kHeadSink, &g.sinks}});
+  static_cast<QkvRows&>(g) = qkv_rows(query, key, value, d.packed, hs);
   g.present_k = static_cast<char*>(ctx.output(1).data());
   g.present_v = static_cast<char*>(ctx.output(2).data());
   if (ctx.has_input(kPastKey)) {
@@ -432,20 +327,14 @@ Status GroupQueryAttention::run(KernelContext& ctx) const {
   const float* values = reinterpret_cast<const float*>(g.present_v);
   if (f16) stage_f16_cache(g, &keys, &values);
 
-  AttentionSpec spec;
-  spec.head_size = hs;
-  spec.v_head_size = hs;
-  spec.scale = at_.scale != 0.0f ? at_.scale : 1.0f / std::sqrt(static_cast<float>(hs));
-  spec.softcap = at_.softcap;
-  spec.smooth_softmax = at_.smooth_softmax || g.sinks;
   ScoreBias bias;
   if (g.bias) {
     bias = attention_bias_scores(ctx.input(kBias));
     bias.data = g.bias;
   }
   const int64_t out_floats = d.batch * d.seq * n * hs;
-  float* out = f16 ? floats(t_stage_out, out_floats) : ctx.output(0).data_as<float>();
-  attend(spec, d.batch * nkv, [&](int64_t bh) {
+  float* out = output_floats(ctx, out_floats);
+  attend(attention_spec(hs, g.sinks), d.batch * nkv, [&](int64_t bh) {
     const int64_t b = bh / nkv, h = bh % nkv;
     const int64_t total_b = int64_t{g.seqlens[b]} + 1;
     AttentionSlice s;
@@ -462,7 +351,7 @@ Status GroupQueryAttention::run(KernelContext& ctx) const {
     s.out_head_stride = hs;
     s.out_row_stride = n * hs;
     s.causal_end = g.first_prompt ? 0 : total_b - d.seq;
-    s.window = at_.local_window > 0 ? at_.local_window : 0;
+    s.window = at_.window();
     if (bias.data) {
       s.bias = bias.data + b * bias.batch_stride + h * group * bias.head_stride;
       s.bias_head_stride = bias.head_stride;
@@ -471,77 +360,30 @@ Status GroupQueryAttention::run(KernelContext& ctx) const {
     s.sinks = g.sinks ? g.sinks + h * group : nullptr;
     return s;
   });
-  if (f16) {
-    uint16_t* y = ctx.output(0).data_as<uint16_t>();
-    threading::parallel_for(out_floats, kCopyGrainElements, [&](int64_t begin, int64_t end) {
-      convert_->f32_to_f16(out + begin, y + begin, end - begin);
-    });
-  }
+  finish_output(ctx, out, out_floats);
   return Status::ok();
-}
-
-Result<GqaAttrs> read_attrs(const ir::Node& node) {
-  ir::AttrReader r(node);
-  GqaAttrs at;
-  at.num_heads = r.get_int("num_heads", 0);
-  at.kv_num_heads = r.get_int("kv_num_heads", 0);
-  at.scale = r.get_float("scale", 0.0f);
-  at.softcap = r.get_float("softcap", 0.0f);
-  at.local_window = r.get_int("local_window_size", -1);
-  const int64_t do_rotary = r.get_int("do_rotary", 0);
-  const int64_t interleaved = r.get_int("rotary_interleaved", 0);
-  const int64_t smooth = r.get_int("smooth_softmax", 0);
-  const int64_t qk_output = r.get_int("qk_output", 0);
-  const int64_t sliding_window_cache = r.get_int("sliding_window_cache", 0);
-  EMBER_RETURN_IF_ERROR(r.status());
-  if (at.num_heads <= 0 || at.kv_num_heads <= 0 || at.num_heads % at.kv_num_heads != 0) {
-    return invalid_argument("num_heads={} and kv_num_heads={} must be positive with num_heads a multiple of "
-                            "kv_num_heads",
-                            at.num_heads, at.kv_num_heads);
-  }
-  if (at.local_window == 0 || at.local_window < -1) {
-    return invalid_argument("local_window_size={} must be -1 (no window) or positive", at.local_window);
-  }
-  if (at.softcap < 0 || !std::isfinite(at.softcap) || !std::isfinite(at.scale)) {
-    return invalid_argument("softcap={} must be finite and >= 0, scale={} finite", at.softcap, at.scale);
-  }
-  if (qk_output != 0) return not_implemented("qk_output={}: the attention-scores output is not implemented", qk_output);
-  if (sliding_window_cache != 0 && (sliding_window_cache != 1 || at.local_window < 1)) {
-    return invalid_argument("sliding_window_cache={} must be 0 or 1, and 1 needs local_window_size > 0 (got {})",
-                            sliding_window_cache, at.local_window);
-  }
-  at.sliding_window_cache = sliding_window_cache == 1;
-  at.do_rotary = do_rotary == 1;
-  at.interleaved = interleaved == 1;
-  at.smooth_softmax = smooth == 1;
-  return at;
 }
 
 }  // namespace
 
 Result<std::unique_ptr<OpKernel>> create_group_query_attention(const KernelInit& init) {
   EMBER_RETURN_IF_ERROR(require_inputs(init, 1));
-  const DType dtype = input_dtype(init, kQuery);
-  if (dtype != DType::kF32 && dtype != DType::kF16) {
-    return not_implemented("input 'query' is {}; GroupQueryAttention runs float32 and float16", dtype_name(dtype));
-  }
-  for (size_t i : {kKey, kValue, kPastKey, kPastValue, kCos, kSin, kBias, kHeadSink}) {
-    const DType t = input_dtype(init, i);
-    if (t != DType::kUndefined && t != dtype) {
-      return invalid_argument("input {} is {} but 'query' is {}", i, dtype_name(t), dtype_name(dtype));
-    }
-  }
-  for (size_t i : {kSeqlensK, kTotalSeqLen}) {
-    if (input_dtype(init, i) != DType::kI32) {
-      return invalid_argument("input {} ('{}') must be int32, got {}", i, i == kSeqlensK ? "seqlens_k" :
-                              "total_sequence_length", dtype_name(input_dtype(init, i)));
-    }
-  }
+  EMBER_ASSIGN_OR_RETURN(const DType dtype,
+                         gqa_float_dtype(init, "GroupQueryAttention", kQuery,
+                                         {kKey, kValue, kPastKey, kPastValue, kCos, kSin, kBias, kHeadSink}));
+  EMBER_RETURN_IF_ERROR(check_int32_input(init, kSeqlensK, "seqlens_k"));
+  EMBER_RETURN_IF_ERROR(check_int32_input(init, kTotalSeqLen, "total_sequence_length"));
   if (input_dtype(init, kPositionIds) != DType::kUndefined && input_dtype(init, kPositionIds) != DType::kI64) {
     return invalid_argument("input 'position_ids' must be int64, got {}", dtype_name(input_dtype(init, kPositionIds)));
   }
-  EMBER_ASSIGN_OR_RETURN(GqaAttrs at, read_attrs(init.node));
-  return std::unique_ptr<OpKernel>(std::make_unique<GroupQueryAttention>(at, dtype));
+  ir::AttrReader r(init.node);
+  const int64_t sliding_window_cache = r.get_int("sliding_window_cache", 0);
+  EMBER_ASSIGN_OR_RETURN(GqaAttrs at, read_gqa_attrs(r));
+  if (sliding_window_cache != 0 && (sliding_window_cache != 1 || at.local_window < 1)) {
+    return invalid_argument("sliding_window_cache={} must be 0 or 1, and 1 needs local_window_size > 0 (got {})",
+                            sliding_window_cache, at.local_window);
+  }
+  return std::unique_ptr<OpKernel>(std::make_unique<GroupQueryAttention>(at, sliding_window_cache == 1, dtype));
 }
 
 }  // namespace ember::kernels::attention

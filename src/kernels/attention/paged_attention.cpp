@@ -37,14 +37,11 @@
 #include "kernels/attention/paged_attention.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "base/buffer.h"
 #include "kernels/attention/attention_core.h"
-#include "kernels/attention/rotary_ukernels.h"
-#include "kernels/common/convert.h"
+#include "kernels/attention/gqa_common.h"
 #include "threading/thread_pool.h"
 
 namespace ember::kernels::attention {
@@ -54,42 +51,22 @@ enum Input : size_t {
   kQuery, kKey, kValue, kKeyCache, kValueCache, kQueryStart, kPastLens, kBlockTables, kCos, kSin, kHeadSink
 };
 
-struct PagedAttrs {
-  int64_t num_heads = 0, kv_num_heads = 0;
-  float scale = 0.0f, softcap = 0.0f;
-  int64_t local_window = -1;
-  bool do_rotary = false, interleaved = false, smooth_softmax = false;
-};
-
 struct Dims {
   int64_t tokens = 0, head_size = 0, seqs = 0, rot = 0;
   int64_t num_blocks = 0, block_size = 0, max_blocks = 0;
   bool packed = false;
 };
 
-// Elements per parallel_for range when rotating and storing new rows: a decode
-// step (one row per head) stays inline. GroupQueryAttention's measured grain.
-constexpr int64_t kCopyGrainElements = 16384;
-
 thread_local AlignedBuffer t_query;
-// float16 calls compute in f32: inputs, the cache rows attention reads and the output.
-thread_local AlignedBuffer t_stage_in;
+// float16 calls compute in f32: the cache rows attention reads staged here.
 thread_local AlignedBuffer t_stage_kv;
-thread_local AlignedBuffer t_stage_out;
 thread_local AlignedBuffer t_row;  // per worker: one rotated row and its cos/sin rows
 thread_local std::vector<int64_t> t_kv_before;
 
-float* floats(AlignedBuffer& b, int64_t n) {
-  b.resize(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(float));
-  return static_cast<float*>(b.data());
-}
-
 // The call's tensors, resolved once per run.
-struct PagedRun {
+struct PagedRun : QkvRows {
   Dims d;
   const int32_t *query_start = nullptr, *past_lens = nullptr, *block_tables = nullptr;
-  const float *query = nullptr, *key = nullptr, *value = nullptr;  // f32 (staged for f16)
-  int64_t row_floats = 0, kv_row_floats = 0;  // per token: [q heads | k heads | v heads] when packed
   char *key_cache = nullptr, *value_cache = nullptr;  // in the op's dtype
   size_t esize = sizeof(float);
   const void *cos = nullptr, *sin = nullptr;  // in the op's dtype
@@ -112,10 +89,9 @@ struct PagedRun {
   int64_t total(int64_t s) const { return past_lens[s] + query_start[s + 1] - query_start[s]; }
 };
 
-class PagedAttention final : public OpKernel {
+class PagedAttention final : public GqaKernel {
  public:
-  PagedAttention(PagedAttrs at, DType dtype)
-      : at_(at), dtype_(dtype), rotary_(&rotary_table()), convert_(&convert_table()) {}
+  PagedAttention(GqaAttrs at, DType dtype) : GqaKernel(at, dtype) {}
 
   Status infer(KernelContext& ctx) const override {
     EMBER_ASSIGN_OR_RETURN(Dims d, dims(ctx));
@@ -135,18 +111,10 @@ class PagedAttention final : public OpKernel {
   Result<Dims> dims(const KernelContext& ctx) const;
   Status check_values(const KernelContext& ctx, const Dims& d) const;
   static Status check_in_place(KernelContext& ctx);
-  void stage_f16_inputs(const KernelContext& ctx, PagedRun& g) const;
   void write_cache(const PagedRun& g) const;
   const float* rotate_queries(const PagedRun& g) const;
   void stage_f16_cache(PagedRun& g) const;
   AttentionSlice slice(const PagedRun& g, int64_t seq, int64_t kv_head) const;
-  const float* trig_row(const PagedRun& g, bool sin, int64_t position, float* buf) const;
-  void rotate(const float* x, const float* cos, const float* sin, float* y, const Dims& d) const;
-
-  PagedAttrs at_;
-  DType dtype_;  // f32, or f16 computed in f32
-  const RotaryTable* rotary_;
-  const ConvertTable* convert_;
 };
 
 Result<Dims> PagedAttention::dims(const KernelContext& ctx) const {
@@ -159,15 +127,7 @@ Result<Dims> PagedAttention::dims(const KernelContext& ctx) const {
   Dims d;
   d.tokens = q.dim(1);
   d.packed = !ctx.has_input(kKey);
-  const int64_t heads = d.packed ? at_.num_heads + 2 * at_.kv_num_heads : at_.num_heads;
-  d.head_size = q.dim(2) / heads;
-  if (d.head_size * heads != q.dim(2) || d.head_size == 0) {
-    return invalid_argument("input 'query' {}: hidden size {} is not a multiple of {} heads{}", q.describe(), q.dim(2),
-                            heads, d.packed ? " (packed Q, K and V)" : "");
-  }
-  if (d.packed != !ctx.has_input(kValue)) {
-    return invalid_argument("inputs 'key' and 'value' must both be given or both be omitted (packed QKV)");
-  }
+  EMBER_ASSIGN_OR_RETURN(d.head_size, head_size(ctx, q, d.packed, kValue));
   const int64_t hs = d.head_size, nkv = at_.kv_num_heads;
   if (!d.packed) {
     for (size_t i : {kKey, kValue}) {
@@ -200,24 +160,8 @@ Result<Dims> PagedAttention::dims(const KernelContext& ctx) const {
     return invalid_argument("input 'block_tables' {} must be [num_seqs={}, max_blocks]", tables.describe(), d.seqs);
   }
   d.max_blocks = tables.dim(1);
-  if (at_.do_rotary) {
-    if (!ctx.has_input(kCos) || !ctx.has_input(kSin)) {
-      return invalid_argument("do_rotary=1 needs inputs 'cos_cache' and 'sin_cache'");
-    }
-    const Tensor& cos = ctx.input(kCos);
-    if (cos.rank() != 2 || cos.shape() != ctx.input(kSin).shape() || 2 * cos.dim(1) > hs) {
-      return invalid_argument("inputs 'cos_cache' {} and 'sin_cache' {} must both be [max_position, rotary_dim / 2] "
-                              "with rotary_dim <= head_size={}",
-                              cos.describe(), ctx.input(kSin).describe(), hs);
-    }
-    d.rot = 2 * cos.dim(1);
-  }
-  if (ctx.has_input(kHeadSink)) {
-    const Tensor& sink = ctx.input(kHeadSink);
-    if (sink.rank() != 1 || sink.dim(0) != at_.num_heads) {
-      return invalid_argument("input 'head_sink' {} must be [num_heads={}]", sink.describe(), at_.num_heads);
-    }
-  }
+  EMBER_ASSIGN_OR_RETURN(d.rot, rotary_dim(ctx, kCos, kSin, hs));
+  EMBER_RETURN_IF_ERROR(check_head_sink(ctx, kHeadSink));
   return d;
 }
 
@@ -277,56 +221,30 @@ Status PagedAttention::check_in_place(KernelContext& ctx) {
   return Status::ok();
 }
 
-void PagedAttention::rotate(const float* x, const float* cos, const float* sin, float* y, const Dims& d) const {
-  const int64_t half = d.rot / 2;
-  if (at_.interleaved) {
-    rotary_->f32_rotate_pairs(x, cos, sin, y, half);
-  } else {
-    rotary_->f32_rotate_half(x, x + half, cos, sin, y, y + half, half);
-  }
-  if (d.rot < d.head_size) std::memcpy(y + d.rot, x + d.rot, static_cast<size_t>(d.head_size - d.rot) * sizeof(float));
-}
-
-// The cos or sin row of `position` as f32 (converted into buf for f16).
-const float* PagedAttention::trig_row(const PagedRun& g, bool sin, int64_t position, float* buf) const {
-  const int64_t half = g.d.rot / 2;
-  const void* cache = sin ? g.sin : g.cos;
-  if (dtype_ == DType::kF32) return static_cast<const float*>(cache) + position * half;
-  convert_->f16_to_f32(static_cast<const uint16_t*>(cache) + position * half, buf, half);
-  return buf;
-}
-
 // Each new token's key (rotated at its position) and value into its block row.
 void PagedAttention::write_cache(const PagedRun& g) const {
   const Dims& d = g.d;
   const int64_t nkv = at_.kv_num_heads, hs = d.head_size, bs = d.block_size;
   const size_t row_bytes = static_cast<size_t>(hs) * g.esize;
-  auto store = [&](const float* src, char* dst) {
-    if (dtype_ == DType::kF32) std::memcpy(dst, src, row_bytes);
-    else convert_->f32_to_f16(src, reinterpret_cast<uint16_t*>(dst), hs);
-  };
-  const int64_t grain = std::max<int64_t>(1, kCopyGrainElements / (nkv * hs));
+  const int64_t grain = std::max<int64_t>(1, kGqaCopyGrainElements / (nkv * hs));
   threading::parallel_for(d.tokens, grain, [&](int64_t begin, int64_t end) {
-    float* rotated = floats(t_row, hs + d.rot);
-    float* trig = rotated + hs;
+    float* rotated = grow_floats(t_row, hs + d.rot);
+    float* buf = rotated + hs;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t s = g.seq_of(t);
       const int64_t p = g.past_lens[s] + t - g.query_start[s];
       const int64_t block = g.block_tables[s * d.max_blocks + p / bs];
-      const float *cos = nullptr, *sin = nullptr;
-      if (at_.do_rotary) {
-        cos = trig_row(g, false, p, trig);
-        sin = trig_row(g, true, p, trig + d.rot / 2);
-      }
+      TrigRows trig;
+      if (at_.do_rotary) trig = trig_rows(g.cos, g.sin, d.rot, p, buf);
       for (int64_t h = 0; h < nkv; ++h) {
         const size_t at = static_cast<size_t>((block * nkv + h) * bs + p % bs) * row_bytes;
         const float* k = g.key + t * g.kv_row_floats + h * hs;
         if (at_.do_rotary) {
-          rotate(k, cos, sin, rotated, d);
+          rotate(k, trig, rotated, d.rot, hs);
           k = rotated;
         }
-        store(k, g.key_cache + at);
-        store(g.value + t * g.kv_row_floats + h * hs, g.value_cache + at);
+        store_row(k, g.key_cache + at, hs);
+        store_row(g.value + t * g.kv_row_floats + h * hs, g.value_cache + at, hs);
       }
     }
   });
@@ -336,39 +254,18 @@ void PagedAttention::write_cache(const PagedRun& g) const {
 const float* PagedAttention::rotate_queries(const PagedRun& g) const {
   const Dims& d = g.d;
   const int64_t n = at_.num_heads, hs = d.head_size;
-  float* q_rot = floats(t_query, d.tokens * n * hs);
-  const int64_t grain = std::max<int64_t>(1, kCopyGrainElements / (n * hs));
+  float* q_rot = grow_floats(t_query, d.tokens * n * hs);
+  const int64_t grain = std::max<int64_t>(1, kGqaCopyGrainElements / (n * hs));
   threading::parallel_for(d.tokens, grain, [&](int64_t begin, int64_t end) {
-    float* trig = floats(t_row, d.rot);
+    float* buf = grow_floats(t_row, d.rot);
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t p = g.position(t);
-      const float* cos = trig_row(g, false, p, trig);
-      const float* sin = trig_row(g, true, p, trig + d.rot / 2);
-      for (int64_t h = 0; h < n; ++h) rotate(g.query + t * g.row_floats + h * hs, cos, sin, q_rot + (t * n + h) * hs, d);
+      const TrigRows trig = trig_rows(g.cos, g.sin, d.rot, g.position(t), buf);
+      for (int64_t h = 0; h < n; ++h) {
+        rotate(g.query + t * g.row_floats + h * hs, trig, q_rot + (t * n + h) * hs, d.rot, hs);
+      }
     }
   });
   return q_rot;
-}
-
-// float16: query/key/value and head_sink converted to f32.
-void PagedAttention::stage_f16_inputs(const KernelContext& ctx, PagedRun& g) const {
-  int64_t total = 0;
-  for (size_t i : {kQuery, kKey, kValue, kHeadSink}) total += ctx.has_input(i) ? ctx.input(i).numel() : 0;
-  float* at = floats(t_stage_in, total);
-  auto stage = [&](size_t i) -> const float* {
-    if (!ctx.has_input(i)) return nullptr;
-    const Tensor& t = ctx.input(i);
-    float* dst = at;
-    threading::parallel_for(t.numel(), kCopyGrainElements, [&](int64_t begin, int64_t end) {
-      convert_->f16_to_f32(t.data_as<uint16_t>() + begin, dst + begin, end - begin);
-    });
-    at += t.numel();
-    return dst;
-  };
-  g.query = stage(kQuery);
-  g.key = g.d.packed ? g.query + at_.num_heads * g.d.head_size : stage(kKey);
-  g.value = g.d.packed ? g.query + (at_.num_heads + at_.kv_num_heads) * g.d.head_size : stage(kValue);
-  g.sinks = stage(kHeadSink);
 }
 
 // float16: every row each sequence sees, as f32, contiguous per (sequence, kv
@@ -381,7 +278,7 @@ void PagedAttention::stage_f16_cache(PagedRun& g) const {
   before.assign(static_cast<size_t>(d.seqs) + 1, 0);
   for (int64_t s = 0; s < d.seqs; ++s) before[static_cast<size_t>(s) + 1] = before[static_cast<size_t>(s)] + g.total(s);
   const int64_t floats_k = before.back() * nkv * hs;
-  float* staged = floats(t_stage_kv, 2 * floats_k);
+  float* staged = grow_floats(t_stage_kv, 2 * floats_k);
   threading::parallel_for(d.seqs * nkv, 1, [&](int64_t begin, int64_t end) {
     for (int64_t sh = begin; sh < end; ++sh) {
       const int64_t s = sh / nkv, h = sh % nkv, total = g.total(s);
@@ -427,7 +324,7 @@ AttentionSlice PagedAttention::slice(const PagedRun& g, int64_t seq, int64_t kv_
   sl.out_head_stride = hs;
   sl.out_row_stride = n * hs;
   sl.causal_end = g.past_lens[seq];
-  sl.window = at_.local_window > 0 ? at_.local_window : 0;
+  sl.window = at_.window();
   sl.sinks = g.sinks ? g.sinks + kv_head * group : nullptr;
   return sl;
 }
@@ -443,17 +340,10 @@ Status PagedAttention::run(KernelContext& ctx) const {
   g.query_start = ctx.input(kQueryStart).data_as<int32_t>();
   g.past_lens = ctx.input(kPastLens).data_as<int32_t>();
   g.block_tables = ctx.input(kBlockTables).data_as<int32_t>();
-  g.row_floats = d.packed ? (n + 2 * nkv) * hs : n * hs;
-  g.kv_row_floats = d.packed ? g.row_floats : nkv * hs;
   g.esize = dtype_size(dtype_);
-  if (f16) {
-    stage_f16_inputs(ctx, g);
-  } else {
-    g.query = ctx.input(kQuery).data_as<float>();
-    g.key = d.packed ? g.query + n * hs : ctx.input(kKey).data_as<float>();
-    g.value = d.packed ? g.query + (n + nkv) * hs : ctx.input(kValue).data_as<float>();
-    g.sinks = ctx.has_input(kHeadSink) ? ctx.input(kHeadSink).data_as<float>() : nullptr;
-  }
+  const float *query = nullptr, *key = nullptr, *value = nullptr;
+  float_inputs(ctx, {{kQuery, &query}, {kKey, &key}, {kValue, &value}, {kHeadSink, &g.sinks}});
+  static_cast<QkvRows&>(g) = qkv_rows(query, key, value, d.packed, hs);
   g.key_cache = static_cast<char*>(ctx.output(1).data());
   g.value_cache = static_cast<char*>(ctx.output(2).data());
   if (at_.do_rotary) {
@@ -464,54 +354,13 @@ Status PagedAttention::run(KernelContext& ctx) const {
   g.q = at_.do_rotary ? rotate_queries(g) : g.query;
   g.q_row = at_.do_rotary ? n * hs : g.row_floats;
   if (f16) stage_f16_cache(g);
-  g.out = f16 ? floats(t_stage_out, d.tokens * n * hs) : ctx.output(0).data_as<float>();
+  g.out = output_floats(ctx, d.tokens * n * hs);
 
-  AttentionSpec spec;
-  spec.head_size = hs;
-  spec.v_head_size = hs;
-  spec.scale = at_.scale != 0.0f ? at_.scale : 1.0f / std::sqrt(static_cast<float>(hs));
-  spec.softcap = at_.softcap;
-  spec.smooth_softmax = at_.smooth_softmax || g.sinks;
+  AttentionSpec spec = attention_spec(hs, g.sinks);
   spec.row_invariant = true;  // batch invariance: see the top of this file
   attend(spec, d.seqs * nkv, [&](int64_t sh) { return slice(g, sh / nkv, sh % nkv); });
-  if (f16) {
-    uint16_t* y = ctx.output(0).data_as<uint16_t>();
-    threading::parallel_for(d.tokens * n * hs, kCopyGrainElements, [&](int64_t begin, int64_t end) {
-      convert_->f32_to_f16(g.out + begin, y + begin, end - begin);
-    });
-  }
+  finish_output(ctx, g.out, d.tokens * n * hs);
   return Status::ok();
-}
-
-Result<PagedAttrs> read_attrs(const ir::Node& node) {
-  ir::AttrReader r(node);
-  PagedAttrs at;
-  at.num_heads = r.get_int("num_heads", 0);
-  at.kv_num_heads = r.get_int("kv_num_heads", 0);
-  at.scale = r.get_float("scale", 0.0f);
-  at.softcap = r.get_float("softcap", 0.0f);
-  at.local_window = r.get_int("local_window_size", -1);
-  const int64_t do_rotary = r.get_int("do_rotary", 0);
-  const int64_t interleaved = r.get_int("rotary_interleaved", 0);
-  const int64_t smooth = r.get_int("smooth_softmax", 0);
-  const int64_t qk_output = r.get_int("qk_output", 0);
-  EMBER_RETURN_IF_ERROR(r.status());
-  if (at.num_heads <= 0 || at.kv_num_heads <= 0 || at.num_heads % at.kv_num_heads != 0) {
-    return invalid_argument("num_heads={} and kv_num_heads={} must be positive with num_heads a multiple of "
-                            "kv_num_heads",
-                            at.num_heads, at.kv_num_heads);
-  }
-  if (at.local_window == 0 || at.local_window < -1) {
-    return invalid_argument("local_window_size={} must be -1 (no window) or positive", at.local_window);
-  }
-  if (at.softcap < 0 || !std::isfinite(at.softcap) || !std::isfinite(at.scale)) {
-    return invalid_argument("softcap={} must be finite and >= 0, scale={} finite", at.softcap, at.scale);
-  }
-  if (qk_output != 0) return not_implemented("qk_output={}: the attention-scores output is not implemented", qk_output);
-  at.do_rotary = do_rotary == 1;
-  at.interleaved = interleaved == 1;
-  at.smooth_softmax = smooth == 1;
-  return at;
 }
 
 }  // namespace
@@ -524,23 +373,12 @@ Result<std::unique_ptr<OpKernel>> create_paged_attention(const KernelInit& init)
       return invalid_model("PagedAttention needs input {} ('{}')", i, kNames[i]);
     }
   }
-  const DType dtype = input_dtype(init, kQuery);
-  if (dtype != DType::kF32 && dtype != DType::kF16) {
-    return not_implemented("input 'query' is {}; PagedAttention runs float32 and float16", dtype_name(dtype));
-  }
-  for (size_t i : {kKey, kValue, kKeyCache, kValueCache, kCos, kSin, kHeadSink}) {
-    const DType t = input_dtype(init, i);
-    if (t != DType::kUndefined && t != dtype) {
-      return invalid_argument("input {} is {} but 'query' is {}", i, dtype_name(t), dtype_name(dtype));
-    }
-  }
-  for (size_t i : {kQueryStart, kPastLens, kBlockTables}) {
-    if (input_dtype(init, i) != DType::kI32) {
-      return invalid_argument("input {} ('{}') must be int32, got {}", i, kNames[i],
-                              dtype_name(input_dtype(init, i)));
-    }
-  }
-  EMBER_ASSIGN_OR_RETURN(PagedAttrs at, read_attrs(init.node));
+  EMBER_ASSIGN_OR_RETURN(const DType dtype,
+                         gqa_float_dtype(init, "PagedAttention", kQuery,
+                                         {kKey, kValue, kKeyCache, kValueCache, kCos, kSin, kHeadSink}));
+  for (size_t i : {kQueryStart, kPastLens, kBlockTables}) EMBER_RETURN_IF_ERROR(check_int32_input(init, i, kNames[i]));
+  ir::AttrReader r(init.node);
+  EMBER_ASSIGN_OR_RETURN(GqaAttrs at, read_gqa_attrs(r));
   return std::unique_ptr<OpKernel>(std::make_unique<PagedAttention>(at, dtype));
 }
 
