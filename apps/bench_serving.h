@@ -19,7 +19,7 @@ struct ServingBenchArgs {
   int shared_prefix = 0;  // > 0: also time two requests that share a system prompt of this many tokens
   int64_t kv_tokens = 0;
   int block_size = 16;
-  int64_t step_tokens = 512;
+  int64_t step_tokens = 128;  // EngineOptions::step_tokens
 };
 
 void add_serving_bench_options(CLI::App& app, ServingBenchArgs& args);

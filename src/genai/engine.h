@@ -42,7 +42,11 @@ struct EngineOptions {
   int64_t kv_bytes = 0;
   int max_length = 0;          // tokens per sequence, prompt included; 0: search.max_length
   int max_running = 16;        // sequences decoding at once
-  int64_t step_tokens = 512;   // tokens per model run: decodes first, then prompt chunks
+  // Tokens per model run: decodes first, then prompt chunks. A step carrying
+  // 512 prompt tokens stalls every stream for it (inter-token p99 1.43 s at 8
+  // streams of the Qwen2.5-0.5B-shaped fixture on 2 cores); 128 gave 0.45 s for
+  // 3 % less output (docs/benchmarks/2026-12-02-serving-engine.md).
+  int64_t step_tokens = 128;
   bool prefix_caching = true;
   runtime::LoadProgress progress;
 };
