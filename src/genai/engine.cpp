@@ -145,12 +145,18 @@ bool Engine::admit(Sequence& seq) {
   const int64_t bs = pool_->block_size();
   const auto n = static_cast<int64_t>(seq.tokens.size());
   if (options_.prefix_caching) {
+    // The prefix key of the sequence's first `blocks` blocks.
+    auto key_of = [&](int64_t blocks) {
+      uint64_t key = KvBlockPool::kRootKey;
+      for (int64_t b = 0; b < blocks; ++b) {
+        key = KvBlockPool::prefix_key(
+            key, std::span(seq.tokens).subspan(static_cast<size_t>(b * bs), static_cast<size_t>(bs)));
+      }
+      return key;
+    };
     seq.blocks = pool_->match_prefix(seq.tokens, n / bs);
     const auto matched = static_cast<int64_t>(seq.blocks.size());
-    for (int64_t b = 0; b < matched; ++b) {
-      seq.prefix_key = KvBlockPool::prefix_key(
-          seq.prefix_key, std::span(seq.tokens).subspan(static_cast<size_t>(b * bs), static_cast<size_t>(bs)));
-    }
+    seq.prefix_key = key_of(matched);
     seq.published = matched;
     seq.computed = matched * bs;
     if (seq.computed == n) {
@@ -166,11 +172,7 @@ bool Engine::admit(Sequence& seq) {
       seq.blocks.back() = own->block;
       seq.computed = n - 1;
       seq.published = matched - 1;
-      seq.prefix_key = KvBlockPool::kRootKey;
-      for (int64_t b = 0; b < matched - 1; ++b) {
-        seq.prefix_key = KvBlockPool::prefix_key(
-            seq.prefix_key, std::span(seq.tokens).subspan(static_cast<size_t>(b * bs), static_cast<size_t>(bs)));
-      }
+      seq.prefix_key = key_of(matched - 1);
     }
   }
   if (!seq.admitted) {
