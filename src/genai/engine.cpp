@@ -87,6 +87,7 @@ Result<RequestId> Engine::add(EngineRequest request) {
   if (request.params.max_new_tokens < 1) {
     return invalid_argument("max_new_tokens {} must be at least 1", request.params.max_new_tokens);
   }
+  EMBER_RETURN_IF_ERROR(check_top_logprobs(request.params));
   auto seq = std::make_unique<Sequence>(std::move(request), next_id_++, config_.eos_token_ids);
   seq->arrival = Clock::now();
   const RequestId id = seq->id;
@@ -205,7 +206,8 @@ void Engine::finish(std::unique_ptr<Sequence> seq, StopReason reason) {
 bool Engine::choose(Sequence& seq, std::span<float> logits) {
   GenerationResult& out = seq.result;
   const GenerationParams& params = seq.params;
-  const int64_t token = seq.sampler.sample(logits, seq.tokens);
+  const int top_logprobs = params.on_logprobs ? params.top_logprobs : -1;
+  const int64_t token = sample_with_logprobs(seq.sampler, logits, seq.tokens, top_logprobs, raw_logits_, logprobs_);
   const Clock::time_point now = Clock::now();
   if (out.tokens.empty()) {
     out.stats.first_token_s = std::chrono::duration<double>(now - seq.arrival).count();
@@ -216,6 +218,7 @@ bool Engine::choose(Sequence& seq, std::span<float> logits) {
   seq.last_token = now;
   out.tokens.push_back(token);
   seq.tokens.push_back(token);
+  if (top_logprobs >= 0) params.on_logprobs(logprobs_);
   std::optional<StopReason> stop;
   if (params.on_token && !params.on_token(token)) {
     stop = StopReason::kCallback;

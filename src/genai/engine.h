@@ -55,7 +55,8 @@ using RequestId = int64_t;
 
 struct EngineRequest {
   std::vector<int64_t> prompt;
-  // on_token is called from step() with each token as it is chosen; false cancels.
+  // on_token is called from step() with each token as it is chosen; false
+  // cancels. on_logprobs, when top_logprobs >= 0, just before it.
   GenerationParams params;
 };
 
@@ -93,7 +94,7 @@ class Engine {
 
   // Queues a request. Refused: an empty prompt, a token outside the
   // vocabulary, a prompt that leaves no room for a token within max_length or
-  // the pool, max_new_tokens < 1.
+  // the pool, max_new_tokens < 1, top_logprobs > kMaxTopLogprobs.
   Result<RequestId> add(EngineRequest request);
   // Ends a queued or running request at once (StopReason::kCancelled), its
   // blocks back in the pool; false when the id is unknown or finished.
@@ -130,6 +131,9 @@ class Engine {
   std::vector<FinishedRequest> finished_;
   RequestId next_id_ = 1;
   EngineStats stats_;
+  // choose()'s copy of a row and its logprobs, for requests with top_logprobs.
+  std::vector<float> raw_logits_;
+  TokenLogprobs logprobs_;
 };
 
 }  // namespace ember::genai

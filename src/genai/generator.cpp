@@ -42,6 +42,14 @@ GenerationParams params_from_search(const SearchConfig& search, int64_t prompt_t
   return p;
 }
 
+Status check_top_logprobs(const GenerationParams& params) {
+  if (params.top_logprobs > kMaxTopLogprobs) {
+    return invalid_argument("top_logprobs {} is more than {}, the most alternatives a token lists",
+                            params.top_logprobs, kMaxTopLogprobs);
+  }
+  return Status::ok();
+}
+
 const char* stop_reason_name(StopReason reason) {
   switch (reason) {
     case StopReason::kEos: return "eos";
@@ -231,6 +239,10 @@ Result<std::vector<GenerationResult>> Generator::generate_batch(std::span<const 
   if (params.max_new_tokens < 1) {
     return invalid_argument("generate_batch: max_new_tokens {} must be at least 1", params.max_new_tokens);
   }
+  if (params.top_logprobs >= 0) {
+    return not_implemented("generate_batch: top_logprobs {}: log-probabilities come from generate() or the Engine",
+                           params.top_logprobs);
+  }
   std::vector<GenerationResult> results(static_cast<size_t>(rows));
   std::vector<Sampler> samplers;
   std::vector<std::vector<int64_t>> history(prompts.begin(), prompts.end());
@@ -319,6 +331,7 @@ Result<GenerationResult> Generator::generate(std::span<const int64_t> prompt, co
   if (params.max_new_tokens < 1) {
     return invalid_argument("generate: max_new_tokens {} must be at least 1", params.max_new_tokens);
   }
+  if (Status checked = check_top_logprobs(params); !checked.is_ok()) return checked.with_context("generate: ");
   if (n >= capacity_) {
     return invalid_argument("generate: a prompt of {} tokens leaves no room in the context of {} tokens", n,
                             capacity_);
@@ -341,8 +354,11 @@ Result<GenerationResult> Generator::generate(std::span<const int64_t> prompt, co
   EMBER_RETURN_IF_ERROR(append(prompt.subspan(tokens_.size())));
   stats.prefill_s = seconds_since(start);
   Clock::time_point step_start = start;
+  const int top_logprobs = params.on_logprobs ? params.top_logprobs : -1;
+  std::vector<float> raw_logits;
+  TokenLogprobs logprobs;
   while (true) {
-    const int64_t token = sampler.sample(last_logits(), history);
+    const int64_t token = sample_with_logprobs(sampler, last_logits(), history, top_logprobs, raw_logits, logprobs);
     result.tokens.push_back(token);
     history.push_back(token);
     if (result.tokens.size() == 1) {
@@ -351,6 +367,7 @@ Result<GenerationResult> Generator::generate(std::span<const int64_t> prompt, co
       stats.decode_s += seconds_since(step_start);
       ++stats.decode_steps;
     }
+    if (top_logprobs >= 0) params.on_logprobs(logprobs);
     if (params.on_token && !params.on_token(token)) {
       result.stop = StopReason::kCallback;
       break;

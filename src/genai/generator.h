@@ -42,7 +42,19 @@ struct GenerationParams {
   SamplingParams sampling;
   // Called with each generated token as it is chosen; false stops generation.
   std::function<bool(int64_t)> on_token;
+  // Log-probabilities (OpenAI's logprobs / top_logprobs): < 0 none; 0 to
+  // kMaxTopLogprobs, each chosen token's logprob and that many most likely
+  // alternatives, as token_logprobs (sampling.h) defines them: the raw logits'
+  // log-softmax, before penalties, temperature and truncation. on_logprobs
+  // hears each chosen token's, just before on_token hears the token; the
+  // TokenLogprobs is reused, valid during the call. Nothing is computed or
+  // copied when top_logprobs < 0 or on_logprobs is empty.
+  int top_logprobs = -1;
+  std::function<void(const TokenLogprobs&)> on_logprobs;
 };
+
+// An error naming top_logprobs when it exceeds kMaxTopLogprobs.
+Status check_top_logprobs(const GenerationParams& params);
 
 // The `search` defaults of genai_config.json for a prompt of `prompt_tokens`:
 // max_length and min_length count the prompt, as in onnxruntime-genai; a
@@ -96,7 +108,7 @@ class Generator {
   // carries padding; decode steps tell GroupQueryAttention each row's length
   // through its attention_mask row (ones over the row's tokens, zeros after).
   // Needs the shared-buffer path. Row r samples with seed + r; on_token is
-  // not called. Clears the single-sequence cache.
+  // not called, and top_logprobs >= 0 is refused. Clears the single-sequence cache.
   Result<std::vector<GenerationResult>> generate_batch(std::span<const std::vector<int64_t>> prompts,
                                                        const GenerationParams& params);
 

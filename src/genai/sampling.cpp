@@ -1,6 +1,24 @@
 #include "genai/sampling.h"
 
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+
 namespace ember::genai {
+namespace {
+
+using Ranked = std::pair<int64_t, float>;
+
+// The order of token_logprobs' list: the higher logit first, ties to the lower id.
+bool ranks_higher(const Ranked& a, const Ranked& b) {
+  return a.second > b.second || (a.second == b.second && a.first < b.first);
+}
+
+// A NaN logit counts as -inf.
+float rank_value(float logit) { return std::isnan(logit) ? -INFINITY : logit; }
+
+}  // namespace
 
 SamplerChain& SamplerChain::append(std::unique_ptr<LogitsProcessor> processor) {
   processors_.push_back(std::move(processor));
@@ -62,6 +80,63 @@ std::span<const Candidate> Sampler::last_candidates() const {
   candidates_.clear();
   for (const TokenData& c : chain_.candidates()) candidates_.push_back({c.token, c.p});
   return candidates_;
+}
+
+void token_logprobs(std::span<const float> raw_logits, int64_t chosen, int top, TokenLogprobs& out) {
+  assert(chosen >= 0 && static_cast<size_t>(chosen) < raw_logits.size());
+  const size_t n = std::min(static_cast<size_t>(std::max(top, 0)), raw_logits.size());
+  // The n highest as a min-heap under ranks_higher (its front the weakest kept),
+  // logits until the end, where they become logprobs; and the maximum.
+  std::vector<Ranked>& heap = out.top;
+  heap.clear();
+  float max = -INFINITY;
+  for (size_t i = 0; i < raw_logits.size(); ++i) {
+    const float v = rank_value(raw_logits[i]);
+    max = std::max(max, v);
+    if (n == 0 || (heap.size() == n && v < heap.front().second)) continue;
+    const Ranked c{static_cast<int64_t>(i), v};
+    if (heap.size() < n) {
+      heap.push_back(c);
+      std::push_heap(heap.begin(), heap.end(), ranks_higher);
+    } else if (ranks_higher(c, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), ranks_higher);
+      heap.back() = c;
+      std::push_heap(heap.begin(), heap.end(), ranks_higher);
+    }
+  }
+  std::sort_heap(heap.begin(), heap.end(), ranks_higher);
+
+  // logprob = (l - max) - log sum exp(l - max): subtracting max first keeps
+  // -log z for the top logit even where max + log z would round to max (3e38).
+  double log_sum = 0;
+  double infinite = 0;  // how many logits are +inf, when max is
+  if (max == INFINITY) {
+    for (float v : raw_logits) infinite += v == INFINITY ? 1 : 0;
+  } else if (max > -INFINITY) {
+    double z = 0;
+    for (float v : raw_logits) z += std::isnan(v) ? 0.0 : std::exp(static_cast<double>(v) - max);
+    log_sum = std::log(z);
+  }
+  auto logprob = [&](float logit) -> float {
+    const float v = rank_value(logit);
+    if (infinite > 0) return v == INFINITY ? static_cast<float>(-std::log(infinite)) : -INFINITY;
+    if (v == -INFINITY) return -INFINITY;  // also when every logit is
+    const double lp = (static_cast<double>(v) - max) - log_sum;
+    // Below float's range (two logits 6e38 apart) is -inf, not an overflowing cast.
+    return lp < -std::numeric_limits<float>::max() ? -INFINITY : static_cast<float>(lp);
+  };
+  for (Ranked& r : heap) r.second = logprob(r.second);
+  out.token = chosen;
+  out.logprob = logprob(raw_logits[static_cast<size_t>(chosen)]);
+}
+
+int64_t sample_with_logprobs(Sampler& sampler, std::span<float> logits, std::span<const int64_t> history, int top,
+                             std::vector<float>& raw, TokenLogprobs& out) {
+  if (top < 0) return sampler.sample(logits, history);
+  raw.assign(logits.begin(), logits.end());
+  const int64_t token = sampler.sample(logits, history);
+  token_logprobs(raw, token, top, out);
+  return token;
 }
 
 }  // namespace ember::genai

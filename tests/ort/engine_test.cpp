@@ -4,6 +4,7 @@
 // cache or computed; and every KV block back in the pool at the end.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 
 #include "genai/engine.h"
@@ -295,6 +296,112 @@ TEST(Engine, OversizedAndBadRequestsAreRefused) {
   EXPECT_EQ(done[id].result.stop, StopReason::kContextFull);
   EXPECT_EQ(done[id].result.tokens.size(), 13u);  // 20 + 12 positions fill 32; the 13th token has no room
   expect_pool_empty(*e);
+}
+
+// Greedy with top_logprobs = 5: each token's logprob is its list's first
+// (greedy takes the most likely), the list is five values <= 0, sorted; and
+// Generator, on its contiguous cache, reports the same tokens and logprobs.
+TEST(Engine, LogprobsOfGreedyTokensMatchGenerator) {
+  const std::string dir = fixtures::make_test_fixture(spec("qwen2", "int4"));
+  auto e = load(dir);
+  ASSERT_TRUE(e);
+  const auto prompt = fixtures::prompt_tokens(12, e->config().vocab_size, 0);
+  constexpr int kTokens = 24;
+  // Records each token's logprobs and checks they arrive just before the token.
+  struct Stream {
+    std::vector<genai::TokenLogprobs> logprobs;
+    std::vector<int64_t> tokens;
+    void attach(genai::GenerationParams& p) {
+      p.top_logprobs = 5;
+      p.on_logprobs = [this](const genai::TokenLogprobs& lp) {
+        EXPECT_EQ(logprobs.size(), tokens.size());
+        logprobs.push_back(lp);
+      };
+      p.on_token = [this](int64_t token) {
+        EXPECT_EQ(logprobs.size(), tokens.size() + 1);
+        if (!logprobs.empty()) {
+          EXPECT_EQ(logprobs.back().token, token);
+        }
+        tokens.push_back(token);
+        return true;
+      };
+    }
+  };
+  Stream engine;
+  EngineRequest request = greedy(prompt, kTokens);
+  engine.attach(request.params);
+  const RequestId id = *e->add(request);
+  auto done = drain(*e);
+  ASSERT_EQ(done[id].result.tokens.size(), size_t{kTokens});
+  EXPECT_EQ(engine.tokens, done[id].result.tokens);
+  ASSERT_EQ(engine.logprobs.size(), engine.tokens.size());
+  for (size_t i = 0; i < engine.logprobs.size(); ++i) {
+    const genai::TokenLogprobs& lp = engine.logprobs[i];
+    ASSERT_EQ(lp.top.size(), 5u) << "token " << i;
+    EXPECT_EQ(lp.top[0].first, lp.token) << "token " << i;
+    EXPECT_EQ(lp.logprob, lp.top[0].second) << "token " << i;
+    for (size_t k = 0; k < lp.top.size(); ++k) {
+      EXPECT_LE(lp.top[k].second, 0.0f) << "token " << i << " rank " << k;
+      EXPECT_TRUE(std::isfinite(lp.top[k].second)) << "token " << i << " rank " << k;
+      if (k > 0) {
+        EXPECT_LE(lp.top[k].second, lp.top[k - 1].second) << "token " << i << " rank " << k;
+      }
+    }
+  }
+  expect_pool_empty(*e);
+
+  auto g = genai::Generator::load(dir);
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  Stream generator;
+  genai::GenerationParams params;
+  params.max_new_tokens = kTokens;
+  generator.attach(params);
+  auto result = (*g)->generate(prompt, params);
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  EXPECT_EQ(result->tokens, engine.tokens);
+  ASSERT_EQ(generator.logprobs.size(), engine.logprobs.size());
+  for (size_t i = 0; i < engine.logprobs.size(); ++i) {
+    const genai::TokenLogprobs &want = engine.logprobs[i], &got = generator.logprobs[i];
+    EXPECT_EQ(got.token, want.token) << "token " << i;
+    EXPECT_NEAR(got.logprob, want.logprob, 1e-5) << "token " << i;
+    ASSERT_EQ(got.top.size(), want.top.size()) << "token " << i;
+    for (size_t k = 0; k < want.top.size(); ++k) {
+      EXPECT_EQ(got.top[k].first, want.top[k].first) << "token " << i << " rank " << k;
+      EXPECT_NEAR(got.top[k].second, want.top[k].second, 1e-5) << "token " << i << " rank " << k;
+    }
+  }
+}
+
+TEST(Engine, TopLogprobsAboveTwentyIsRefused) {
+  const std::string dir = fixtures::make_test_fixture(spec("qwen2", "int4"));
+  auto e = load(dir);
+  ASSERT_TRUE(e);
+  const auto prompt = fixtures::prompt_tokens(4, e->config().vocab_size, 1);
+  EngineRequest request = greedy(prompt, 2);
+  request.params.top_logprobs = genai::kMaxTopLogprobs + 1;
+  const auto refused = e->add(request);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().to_string().find("top_logprobs 21"), std::string::npos) << refused.status().to_string();
+  request.params.top_logprobs = genai::kMaxTopLogprobs;
+  EXPECT_TRUE(e->add(request).is_ok());
+  drain(*e);
+
+  genai::GeneratorOptions options;
+  options.max_batch = 2;
+  auto g = genai::Generator::load(dir, options);
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  genai::GenerationParams params;
+  params.max_new_tokens = 2;
+  params.top_logprobs = genai::kMaxTopLogprobs + 1;
+  const auto too_many = (*g)->generate(prompt, params);
+  ASSERT_FALSE(too_many.is_ok());
+  EXPECT_NE(too_many.status().to_string().find("top_logprobs 21"), std::string::npos) << too_many.status().to_string();
+  // generate_batch reports no logprobs, and says so rather than ignoring the field.
+  params.top_logprobs = 0;
+  const std::vector<std::vector<int64_t>> prompts = {prompt, prompt};
+  const auto batch = (*g)->generate_batch(prompts, params);
+  ASSERT_FALSE(batch.is_ok());
+  EXPECT_NE(batch.status().to_string().find("top_logprobs"), std::string::npos) << batch.status().to_string();
 }
 
 TEST(Engine, NonGqaExportsAreRefusedByName) {

@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <new>
 #include <random>
+#include <string>
 #include <string_view>
 
 #include "genai/sampling.h"
@@ -661,6 +663,246 @@ TEST(SamplerChain, NoAllocationPerStepOnceWarmed) {
     run();
     EXPECT_EQ(allocations() - before, 0) << sampler.chain().names().size() << " processors";
   }
+}
+
+// ---- token_logprobs ----
+
+// log p_i = l_i - log sum_j exp(l_j) by the definition, in long double with no
+// shift by the maximum (exact enough for |l| below ~11000), a NaN as -inf; and
+// every token ranked by a full stable sort. Nothing shared with the heap and
+// the double log-sum-exp of token_logprobs.
+struct ReferenceLogprobs {
+  std::vector<long double> logprob;  // by token id
+  std::vector<int64_t> ranked;       // every token, most likely first, ties by id
+};
+
+ReferenceLogprobs reference_logprobs(const std::vector<float>& logits) {
+  ReferenceLogprobs r;
+  long double z = 0;
+  for (float l : logits) {
+    if (!std::isnan(l)) z += std::exp(static_cast<long double>(l));
+  }
+  const long double log_z = std::log(z);
+  for (float l : logits) r.logprob.push_back(std::isnan(l) ? -INFINITY : static_cast<long double>(l) - log_z);
+  r.ranked.resize(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) r.ranked[i] = static_cast<int64_t>(i);
+  std::stable_sort(r.ranked.begin(), r.ranked.end(),
+                   [&](int64_t a, int64_t b) { return r.logprob[size_t(a)] > r.logprob[size_t(b)]; });
+  return r;
+}
+
+// A float logprob against the reference: rounding to float (half an ulp,
+// 6e-8 relative) and double's log near z = 1, nothing more. A sum in float
+// over 150k tokens is off by 3e-7 to 8e-7 relative and fails it.
+void expect_logprob(float got, long double want, const std::string& what) {
+  if (std::isinf(want)) {
+    EXPECT_EQ(got, static_cast<float>(want)) << what;
+    return;
+  }
+  const double w = static_cast<double>(want);
+  EXPECT_NEAR(got, w, 2.5e-7 * std::fabs(w) + 1e-13) << what;
+}
+
+// token_logprobs(logits, chosen, top) against reference_logprobs.
+void expect_matches_reference(const std::vector<float>& logits, int64_t chosen, int top) {
+  const ReferenceLogprobs ref = reference_logprobs(logits);
+  TokenLogprobs got;
+  token_logprobs(logits, chosen, top, got);
+  const std::string where = "vocab " + std::to_string(logits.size()) + " top " + std::to_string(top);
+  EXPECT_EQ(got.token, chosen) << where;
+  expect_logprob(got.logprob, ref.logprob[size_t(chosen)], where + " chosen " + std::to_string(chosen));
+  const size_t n = std::min(static_cast<size_t>(std::max(top, 0)), logits.size());
+  ASSERT_EQ(got.top.size(), n) << where;
+  for (size_t k = 0; k < n; ++k) {
+    EXPECT_EQ(got.top[k].first, ref.ranked[k]) << where << " rank " << k;
+    expect_logprob(got.top[k].second, ref.logprob[size_t(ref.ranked[k])], where + " rank " + std::to_string(k));
+    if (k > 0) {
+      EXPECT_LE(got.top[k].second, got.top[k - 1].second) << where << " rank " << k;
+    }
+  }
+}
+
+TEST(TokenLogprobs, MatchesADoublePrecisionReferenceOnRandomRows) {
+  std::mt19937_64 rng(7);
+  for (size_t vocab : {1, 2, 3, 21, 1000, 151936}) {  // the last Qwen2.5's
+    for (float scale : {0.01f, 1.0f, 8.0f, 30.0f}) {
+      std::normal_distribution<float> normal(0.5f, scale);
+      std::vector<float> logits(vocab);
+      for (float& l : logits) l = normal(rng);
+      for (int top : {0, 1, 5, 20}) {
+        const auto chosen = static_cast<int64_t>(rng() % vocab);
+        expect_matches_reference(logits, chosen, top);
+        // The most likely token, as a greedy choice: its logprob is top[0]'s.
+        TokenLogprobs best;
+        token_logprobs(logits, argmax(logits), top, best);
+        if (top > 0) {
+          EXPECT_EQ(best.logprob, best.top[0].second);
+        }
+        EXPECT_LE(best.logprob, 0.0f);
+      }
+    }
+  }
+}
+
+TEST(TokenLogprobs, TiesAreListedByTokenId) {
+  // Nine tokens share the highest logit, four the next; top 20 takes all of them.
+  std::vector<float> logits(30, -5.0f);
+  for (int64_t t : {28, 3, 17, 9, 0, 22, 11, 5, 29}) logits[size_t(t)] = 2.0f;
+  for (int64_t t : {26, 1, 14, 7}) logits[size_t(t)] = 1.0f;
+  TokenLogprobs got;
+  token_logprobs(logits, 22, 20, got);
+  const std::vector<int64_t> want = {0, 3, 5, 9, 11, 17, 22, 28, 29, 1, 7, 14, 26, 2, 4, 6, 8, 10, 12, 13};
+  ASSERT_EQ(got.top.size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_EQ(got.top[k].first, want[k]) << "rank " << k;
+  EXPECT_EQ(got.top[0].second, got.top[8].second);
+  EXPECT_EQ(got.logprob, got.top[0].second);
+  // Ties cut by the top-n boundary keep the lowest ids.
+  token_logprobs(logits, 22, 4, got);
+  ASSERT_EQ(got.top.size(), 4u);
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(got.top[k].first, want[k]);
+  expect_matches_reference(logits, 22, 20);
+  expect_matches_reference(logits, 2, 13);
+}
+
+TEST(TokenLogprobs, NegativeInfinityHasNoMass) {
+  std::vector<float> logits = {1.0f, -INFINITY, 0.5f, -INFINITY, -2.0f};
+  expect_matches_reference(logits, 1, 5);
+  TokenLogprobs got;
+  token_logprobs(logits, 3, 5, got);
+  EXPECT_EQ(got.logprob, -INFINITY);
+  // The banned tokens come last, by id, and the others share all the mass.
+  ASSERT_EQ(got.top.size(), 5u);
+  EXPECT_EQ(got.top[3].first, 1);
+  EXPECT_EQ(got.top[4].first, 3);
+  EXPECT_EQ(got.top[4].second, -INFINITY);
+  double mass = 0;
+  for (const auto& [token, lp] : got.top) mass += std::exp(double{lp});
+  EXPECT_NEAR(mass, 1.0, 1e-6);
+}
+
+TEST(TokenLogprobs, LargeMagnitudesAreStable) {
+  // exp(10000) overflows a double: only a shifted log-sum-exp gets these right.
+  std::vector<float> big = {10000.0f, 9999.0f, 9990.0f, -10000.0f, 9999.5f};
+  for (int64_t chosen = 0; chosen < 5; ++chosen) expect_matches_reference(big, chosen, 5);
+  for (float& l : big) l = -l;
+  for (int64_t chosen = 0; chosen < 5; ++chosen) expect_matches_reference(big, chosen, 5);
+  // At the ends of float's range: two tokens at the top share the mass, the
+  // third is below float's range (-6e38 rounds to -inf).
+  const std::vector<float> extreme = {3e38f, -3e38f, 3e38f};
+  TokenLogprobs got;
+  token_logprobs(extreme, 2, 3, got);
+  EXPECT_NEAR(got.logprob, -std::log(2.0), 1e-7);
+  ASSERT_EQ(got.top.size(), 3u);
+  EXPECT_EQ(got.top[0].first, 0);
+  EXPECT_EQ(got.top[1].first, 2);
+  EXPECT_EQ(got.top[0].second, got.logprob);
+  EXPECT_EQ(got.top[2].second, -INFINITY);
+}
+
+TEST(TokenLogprobs, NonFiniteLogitsAreDefined) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // A NaN counts as -inf: no mass, listed after every finite logit.
+  std::vector<float> logits = {nan, 1.0f, nan, 3.0f, -1.0f};
+  expect_matches_reference(logits, 3, 5);
+  TokenLogprobs got;
+  token_logprobs(logits, 0, 5, got);
+  EXPECT_EQ(got.logprob, -INFINITY);
+  ASSERT_EQ(got.top.size(), 5u);
+  EXPECT_EQ(got.top[0].first, 3);
+  EXPECT_EQ(got.top[3].first, 0);
+  EXPECT_EQ(got.top[4].first, 2);
+  for (const auto& [token, lp] : got.top) EXPECT_FALSE(std::isnan(lp)) << "token " << token;
+  // Nothing above -inf: every logprob is -inf.
+  const std::vector<float> none = {nan, -INFINITY, nan};
+  token_logprobs(none, 1, 3, got);
+  EXPECT_EQ(got.logprob, -INFINITY);
+  ASSERT_EQ(got.top.size(), 3u);
+  for (const auto& [token, lp] : got.top) EXPECT_EQ(lp, -INFINITY) << "token " << token;
+  EXPECT_EQ(got.top[0].first, 0);  // all tied at -inf: by id
+  // +inf logits share the whole mass.
+  const std::vector<float> infinite = {INFINITY, 2.0f, nan, INFINITY, INFINITY, -INFINITY};
+  token_logprobs(infinite, 3, 6, got);
+  EXPECT_NEAR(got.logprob, -std::log(3.0), 1e-7);
+  ASSERT_EQ(got.top.size(), 6u);
+  const std::vector<int64_t> order = {0, 3, 4, 1, 2, 5};
+  for (size_t k = 0; k < order.size(); ++k) {
+    EXPECT_EQ(got.top[k].first, order[k]) << "rank " << k;
+    EXPECT_EQ(got.top[k].second, k < 3 ? got.logprob : -INFINITY) << "rank " << k;
+  }
+  token_logprobs(infinite, 1, 0, got);
+  EXPECT_EQ(got.logprob, -INFINITY);
+}
+
+TEST(TokenLogprobs, TopIsClampedToTheVocabulary) {
+  const std::vector<float> logits = {0.25f, -1.0f, 2.0f};
+  TokenLogprobs got;
+  token_logprobs(logits, 1, 0, got);
+  EXPECT_TRUE(got.top.empty());
+  expect_matches_reference(logits, 1, 0);
+  token_logprobs(logits, 1, -3, got);
+  EXPECT_TRUE(got.top.empty());
+  token_logprobs(logits, 1, 20, got);
+  ASSERT_EQ(got.top.size(), 3u);
+  expect_matches_reference(logits, 1, 20);
+  // The list is rebuilt, not appended to, by a reused TokenLogprobs.
+  token_logprobs(logits, 0, 2, got);
+  ASSERT_EQ(got.top.size(), 2u);
+  EXPECT_EQ(got.top[0].first, 2);
+  EXPECT_EQ(got.top[1].first, 0);
+}
+
+TEST(TokenLogprobs, SampleWithLogprobsReadsTheRowBeforePenalties) {
+  // The repetition penalty demotes token 2, the raw argmax: greedy then takes
+  // token 0, whose logprob is still the raw row's.
+  const std::vector<float> raw = {2.0f, -1.0f, 3.0f, 0.5f};
+  SamplingParams p;
+  p.repetition_penalty = 4.0f;
+  const std::vector<int64_t> history = {2};
+  Sampler sampler(p);
+  std::vector<float> logits = raw, copy;
+  TokenLogprobs got;
+  const int64_t token = sample_with_logprobs(sampler, logits, history, 2, copy, got);
+  EXPECT_EQ(token, 0);
+  EXPECT_NE(logits, raw);  // the penalties did edit the row
+  const ReferenceLogprobs ref = reference_logprobs(raw);
+  EXPECT_EQ(got.token, 0);
+  expect_logprob(got.logprob, ref.logprob[0], "chosen");
+  ASSERT_EQ(got.top.size(), 2u);
+  EXPECT_EQ(got.top[0].first, 2);
+  EXPECT_EQ(got.top[1].first, 0);
+  // top < 0: sample() alone, nothing copied or reported.
+  Sampler plain(p);
+  std::vector<float> untouched_copy;
+  TokenLogprobs untouched;
+  logits = raw;
+  EXPECT_EQ(sample_with_logprobs(plain, logits, history, -1, untouched_copy, untouched), 0);
+  EXPECT_TRUE(untouched_copy.empty());
+  EXPECT_EQ(untouched.token, -1);
+  EXPECT_TRUE(untouched.top.empty());
+}
+
+TEST(TokenLogprobs, NoAllocationOnceWarmed) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> row(5000);
+  for (float& l : row) l = normal(rng);
+  SamplingParams p = sampled(3);
+  p.top_k = 40;
+  p.frequency_penalty = 0.5f;
+  Sampler sampler(p);
+  std::vector<float> logits(row.size()), copy;
+  std::vector<int64_t> history = {1, 2, 3};
+  TokenLogprobs out;
+  auto run = [&] {
+    for (int step = 0; step < 4; ++step) {
+      std::copy(row.begin(), row.end(), logits.begin());
+      sample_with_logprobs(sampler, logits, history, kMaxTopLogprobs, copy, out);
+    }
+  };
+  run();
+  const int64_t before = allocations();
+  run();
+  EXPECT_EQ(allocations() - before, 0);
 }
 
 }  // namespace
