@@ -18,5 +18,6 @@ Command add_bench(CLI::App& app);
 Command add_chat_template(CLI::App& app);
 Command add_generate(CLI::App& app);
 Command add_chat(CLI::App& app);
+Command add_serve(CLI::App& app);
 
 }  // namespace ember::cli

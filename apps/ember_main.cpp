@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   add("chat-template", "Render a model folder's chat template over a JSON message list", ember::cli::add_chat_template);
   add("generate", "Generate text from a prompt with an onnxruntime-genai model folder", ember::cli::add_generate);
   add("chat", "Chat with an onnxruntime-genai model folder (a REPL; /system, /reset, /stats, /exit)", ember::cli::add_chat);
+  add("serve", "Serve a model folder over OpenAI's HTTP API (chat, completions, streaming, metrics)",
+      ember::cli::add_serve);
   CLI11_PARSE(app, argc, argv);
   for (auto& [sub, run] : commands) {
     if (sub->parsed()) return run();

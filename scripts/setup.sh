@@ -11,9 +11,10 @@ cli_only=0
 [ "${1:-}" = --cli-only ] && cli_only=1
 
 packages=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev
-          libicu-dev)
-# Tests and benchmarks; qemu-user runs the binaries as CPUs without AVX-512 and without AVX.
-[ $cli_only = 1 ] || packages+=(libgtest-dev libbenchmark-dev libonnx-testdata qemu-user)
+          libicu-dev libcpp-httplib-dev)
+# Tests and benchmarks; qemu-user runs the binaries as CPUs without AVX-512 and without AVX; haproxy is
+# the load balancer of the `ember serve` replica test.
+[ $cli_only = 1 ] || packages+=(libgtest-dev libbenchmark-dev libonnx-testdata qemu-user haproxy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -71,9 +72,13 @@ if [ ! -f "$chat_templates/Qwen-Qwen2.5-7B-Instruct.jinja" ]; then
 fi
 # Python references used by tests: onnx reads what Ember writes; Hugging Face
 # tokenizers and jinja2 are the oracles for the tokenizer and chat templates;
-# onnxruntime-genai (with its onnxruntime) for greedy generation.
-if ! python3 -c "import onnx, numpy, tokenizers, jinja2, onnxruntime_genai" >/dev/null 2>&1; then
-  python3 -m pip install --quiet --disable-pip-version-check onnx numpy tokenizers jinja2 onnxruntime-genai==0.18.0
+# onnxruntime-genai (with its onnxruntime) for greedy generation; OpenAI's own
+# client drives `ember serve`, and kubernetes-validate checks the Kubernetes
+# example against the API schemas it bundles.
+if ! python3 -c "import onnx, numpy, tokenizers, jinja2, onnxruntime_genai, openai, kubernetes_validate" \
+    >/dev/null 2>&1; then
+  python3 -m pip install --quiet --disable-pip-version-check onnx numpy tokenizers jinja2 onnxruntime-genai==0.18.0 \
+    openai==3.57.0 kubernetes-validate==1.37.0
 fi
 # The exporters users run, for the real-export tests (tools/real_exports.py):
 # onnxruntime-genai's model builder and Hugging Face optimum on torch, in their

@@ -2,7 +2,7 @@
 // written out by hand per case; the split and fuzz tests hold the parser to its own
 // one-piece answer (any split of the text gives the same content and calls) and to
 // "nothing is dropped" (no calls found -> the content is the text, byte for byte).
-#include "serve/tool_calls.h"
+#include "server/tool_calls.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@
 #define EMBER_SOURCE_DIR (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string())
 #endif
 
-namespace ember::serve {
+namespace ember::server {
 namespace {
 
 constexpr ToolCallFormat kAllFormats[] = {ToolCallFormat::kNone, ToolCallFormat::kHermes,
@@ -471,4 +471,4 @@ TEST(ToolCallParser, HugeAndDeeplyNestedInput) {
 }
 
 }  // namespace
-}  // namespace ember::serve
+}  // namespace ember::server

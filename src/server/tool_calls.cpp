@@ -1,4 +1,4 @@
-#include "serve/tool_calls.h"
+#include "server/tool_calls.h"
 
 #include <algorithm>
 #include <optional>
@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace ember::serve {
+namespace ember::server {
 namespace {
 
 using nlohmann::json;
@@ -299,4 +299,4 @@ void ToolCallParser::run_llama3(Output& out, bool final) {
   scanned_ = 0;
 }
 
-}  // namespace ember::serve
+}  // namespace ember::server

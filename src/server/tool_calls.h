@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ember::serve {
+namespace ember::server {
 
 enum class ToolCallFormat { kNone, kHermes, kLlama3Json };
 
@@ -88,4 +88,4 @@ class ToolCallParser {
   std::vector<ToolCall> calls_;
 };
 
-}  // namespace ember::serve
+}  // namespace ember::server
