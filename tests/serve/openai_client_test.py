@@ -463,14 +463,15 @@ def check_auth_and_limits(ctx):
     expect([m.id for m in good.models.list().data] == [model], "--served-model-name not in /v1/models")
     h = httpx.get(url + "/health", timeout=REQUEST_TIMEOUT)
     expect(h.status_code == 200, f"/health must stay open without a key (load balancer checks): {h.status_code}")
-    expect_api_error(openai.NotFoundError, 404, lambda: good.chat.completions.create(
-        model=ctx.model, messages=msgs, max_tokens=4), "the folder name when --served-model-name is set")
     # --max-body-bytes: a valid body just under the limit passes, one over it is 413.
     pad = MAX_BODY - 600
     under = good.chat.completions.create(model=model, messages=msgs, max_tokens=4, user="u" * pad)
     expect(under.choices, "a body just under --max-body-bytes was refused")
     expect_api_error(openai.APIStatusError, 413, lambda: good.chat.completions.create(
         model=model, messages=msgs, max_tokens=4, user="u" * (MAX_BODY + 100)), "body over --max-body-bytes")
+    # Last, so that the checks above run whatever this gives.
+    expect_api_error(openai.NotFoundError, 404, lambda: good.chat.completions.create(
+        model=ctx.model, messages=msgs, max_tokens=4), "the folder name when --served-model-name is set")
 
 
 # ---- lifecycle ------------------------------------------------------------------------------------
