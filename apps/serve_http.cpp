@@ -146,6 +146,8 @@ class ApiServer {
 
   void routes() {
     http_.set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
+    // An idle keep-alive connection holds its thread (and the exit after a drain) this long.
+    http_.set_keep_alive_timeout(1);
     // Request threads: every streaming client holds one for its response.
     const size_t threads = static_cast<size_t>(options_.max_concurrent + options_.max_queue + 8);
     http_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -213,6 +215,7 @@ class ApiServer {
     ApiError e = server::bad_request(fmt::format("The model '{}' does not exist; this server serves '{}'", model,
                                                 model_name_),
                                     "model");
+    e.status = 404;  // as OpenAI answers an unknown model (the client's NotFoundError)
     e.code = "model_not_found";
     return e;
   }

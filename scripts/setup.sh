@@ -75,10 +75,10 @@ fi
 # onnxruntime-genai (with its onnxruntime) for greedy generation; OpenAI's own
 # client drives `ember serve`, and kubernetes-validate checks the Kubernetes
 # example against the API schemas it bundles.
-if ! python3 -c "import onnx, numpy, tokenizers, jinja2, onnxruntime_genai, openai, kubernetes_validate" \
+if ! python3 -c "import onnx, numpy, tokenizers, jinja2, onnxruntime_genai, openai, httpx, kubernetes_validate" \
     >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check onnx numpy tokenizers jinja2 onnxruntime-genai==0.18.0 \
-    openai==3.57.0 kubernetes-validate==1.37.0
+    openai==3.57.0 httpx==0.29.0 kubernetes-validate==1.37.0
 fi
 # The exporters users run, for the real-export tests (tools/real_exports.py):
 # onnxruntime-genai's model builder and Hugging Face optimum on torch, in their

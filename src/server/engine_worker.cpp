@@ -147,7 +147,8 @@ void EngineWorker::admit(const std::shared_ptr<Job>& job) {
       event.choice = c;
       event.text = ch.stream->put(static_cast<int32_t>(token));
       event.tokens.push_back(token);
-      event.logprobs = std::move(ch.logprobs);
+      // The end-of-sequence token is no part of the text, so it has no logprobs entry (as OpenAI's).
+      if (!engine_->config().is_eos(token)) event.logprobs = std::move(ch.logprobs);
       ch.logprobs.clear();
       j->push(std::move(event));
       return !ch.stream->stopped() && !j->cancelled_.load();
