@@ -343,10 +343,25 @@ class ApiServer {
     return out;
   }
 
+  // The worker's finish reason in the API: a choice the server cancelled is
+  // "abort" (vLLM's name; OpenAI has none).
+  static std::string api_reason(const std::string& reason) { return reason == "cancelled" ? "abort" : reason; }
+
   static std::string final_reason(const ChoiceText& c) {
-    if (c.finish_reason == "cancelled") return "abort";
     if (c.finish_reason == "stop" && !c.calls.empty()) return "tool_calls";
-    return c.finish_reason;
+    return api_reason(c.finish_reason);
+  }
+
+  // The end of a stream: the usage chunk when the client asked for it, then [DONE].
+  std::string stream_end(const OrderedJson& head, const server::Job& job, bool include_usage) const {
+    std::string out;
+    if (include_usage) {
+      OrderedJson chunk = head;
+      chunk["choices"] = OrderedJson::array();
+      chunk["usage"] = usage_json(job.usage());
+      out += "data: " + dump(chunk) + "\n\n";
+    }
+    return out + "data: [DONE]\n\n";
   }
 
   void chat(const httplib::Request& req, httplib::Response& res) {
@@ -411,15 +426,7 @@ class ApiServer {
             out += sse(head, OrderedJson::array({choice}), include_usage);
           }
         }
-        if (all_done) {
-          if (include_usage) {
-            OrderedJson chunk = head;
-            chunk["choices"] = OrderedJson::array();
-            chunk["usage"] = usage_json(job->usage());
-            out += "data: " + dump(chunk) + "\n\n";
-          }
-          out += "data: [DONE]\n\n";
-        }
+        if (all_done) out += stream_end(head, *job, include_usage);
         return out;
       });
       return;
@@ -529,22 +536,12 @@ class ApiServer {
           if (!text.empty() || (with_logprobs && !ev.logprobs.empty()) || ev.finished) {
             OrderedJson choice = {{"index", ev.choice}, {"text", text},
                                   {"logprobs", with_logprobs ? logprobs_json(piece) : OrderedJson(nullptr)},
-                                  {"finish_reason", ev.finished ? OrderedJson(ev.finish_reason == "cancelled"
-                                                                                  ? "abort"
-                                                                                  : ev.finish_reason)
-                                                                : OrderedJson(nullptr)}};
+                                  {"finish_reason",
+                                   ev.finished ? OrderedJson(api_reason(ev.finish_reason)) : OrderedJson(nullptr)}};
             out += sse(head, OrderedJson::array({choice}), include_usage);
           }
         }
-        if (all_done) {
-          if (include_usage) {
-            OrderedJson chunk = head;
-            chunk["choices"] = OrderedJson::array();
-            chunk["usage"] = usage_json(job->usage());
-            out += "data: " + dump(chunk) + "\n\n";
-          }
-          out += "data: [DONE]\n\n";
-        }
+        if (all_done) out += stream_end(head, *job, include_usage);
         return out;
       });
       return;
@@ -555,7 +552,7 @@ class ApiServer {
         CompletionChoice& c = (*state)[static_cast<size_t>(ev.choice)];
         c.text += ev.text;
         if (with_logprobs) add_logprobs(c, ev);
-        if (ev.finished) c.finish_reason = ev.finish_reason == "cancelled" ? "abort" : ev.finish_reason;
+        if (ev.finished) c.finish_reason = api_reason(ev.finish_reason);
       }
       if (!all_done) return std::string();
       OrderedJson response = head;
@@ -669,16 +666,16 @@ class ApiServer {
 
   std::string metrics() const {
     std::string out;
-    render_header("ember_requests_total", "counter", "HTTP requests by endpoint and status", out);
+    server::render_header("ember_requests_total", "counter", "HTTP requests by endpoint and status", out);
     requests_.render("ember_requests_total", out);
-    render_header("ember_requests_finished_total", "counter", "Generated choices by finish reason", out);
+    server::render_header("ember_requests_finished_total", "counter", "Generated choices by finish reason", out);
     metrics_.finished.render("ember_requests_finished_total", out);
     auto counter = [&](const char* name, const char* help, double value) {
-      render_header(name, "counter", help, out);
+      server::render_header(name, "counter", help, out);
       server::render_sample(name, value, out);
     };
     auto gauge = [&](const char* name, const char* help, double value) {
-      render_header(name, "gauge", help, out);
+      server::render_header(name, "gauge", help, out);
       server::render_sample(name, value, out);
     };
     counter("ember_prompt_tokens_total", "Prompt tokens of finished choices", static_cast<double>(metrics_.prompt_tokens));
@@ -686,7 +683,7 @@ class ApiServer {
     counter("ember_prompt_tokens_cached_total", "Prompt tokens whose KV came from the prefix cache",
             static_cast<double>(metrics_.cached_prompt_tokens));
     auto histogram = [&](const char* name, const char* help, const server::Histogram& h) {
-      render_header(name, "histogram", help, out);
+      server::render_header(name, "histogram", help, out);
       h.render(name, out);
     };
     histogram("ember_time_to_first_token_seconds", "From the request's arrival to its first token",
@@ -715,10 +712,6 @@ class ApiServer {
       counter("ember_engine_steps_total", "Model runs of the engine", static_cast<double>(st.steps));
     }
     return out;
-  }
-
-  static void render_header(const char* name, const char* type, const char* help, std::string& out) {
-    server::render_header(name, type, help, out);
   }
 
   const ServeOptions& options_;

@@ -6,7 +6,6 @@ namespace ember::server {
 namespace {
 
 using Json = nlohmann::ordered_json;
-using OrderedJson = nlohmann::ordered_json;
 using Error = std::optional<ApiError>;
 
 const Json* field(const Json& body, const char* key) {
@@ -121,7 +120,7 @@ Error parse_sampling(const Json& body, const ApiLimits& limits, bool chat, Sampl
 }
 
 // A message's content as the template sees it: a string, or text parts joined.
-Error message_content(const Json& content, size_t index, OrderedJson& out) {
+Error message_content(const Json& content, size_t index, Json& out) {
   const std::string param = fmt::format("messages[{}].content", index);
   if (content.is_null() || content.is_string()) {
     out = content;
@@ -143,17 +142,17 @@ Error message_content(const Json& content, size_t index, OrderedJson& out) {
 }
 
 // An assistant message's tool_calls, with JSON-text arguments parsed into objects.
-Error message_tool_calls(const Json& calls, size_t index, OrderedJson& out) {
+Error message_tool_calls(const Json& calls, size_t index, Json& out) {
   const std::string param = fmt::format("messages[{}].tool_calls", index);
   if (!calls.is_array()) return bad_request(param + " must be a list", param);
-  out = OrderedJson::array();
+  out = Json::array();
   for (const Json& call : calls) {
     const Json* function = call.is_object() ? field(call, "function") : nullptr;
     const Json* name = function && function->is_object() ? field(*function, "name") : nullptr;
     if (!name || !name->is_string()) return bad_request(param + ": each call needs function.name", param);
-    OrderedJson c = OrderedJson(call);
+    Json c = Json(call);
     if (const Json* args = field(*function, "arguments"); args && args->is_string()) {
-      OrderedJson parsed = OrderedJson::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      Json parsed = Json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
       if (!parsed.is_discarded()) c["function"]["arguments"] = std::move(parsed);
     }
     out.push_back(std::move(c));
@@ -185,7 +184,7 @@ Error parse_tools(const Json& body, ChatRequest& out) {
                          fmt::format("tools[{}]", i));
     }
   }
-  if (choice != "none" && !tools->empty()) out.tools = OrderedJson(*tools);
+  if (choice != "none" && !tools->empty()) out.tools = Json(*tools);
   return std::nullopt;
 }
 
@@ -213,21 +212,21 @@ std::optional<ApiError> parse_chat_request(const nlohmann::ordered_json& body, c
   if (!messages || !messages->is_array() || messages->empty()) {
     return bad_request("'messages' must be a non-empty list", "messages");
   }
-  out.messages = OrderedJson::array();
+  out.messages = Json::array();
   for (size_t i = 0; i < messages->size(); ++i) {
     const Json& m = (*messages)[i];
     const Json* role = m.is_object() ? field(m, "role") : nullptr;
     if (!role || !role->is_string()) {
       return bad_request(fmt::format("messages[{}] needs a string 'role'", i), fmt::format("messages[{}].role", i));
     }
-    OrderedJson message = OrderedJson::object();
+    Json message = Json::object();
     for (auto it = m.begin(); it != m.end(); ++it) {
       if (it.key() == "content") {
         if (Error e = message_content(it.value(), i, message["content"])) return e;
       } else if (it.key() == "tool_calls") {
         if (Error e = message_tool_calls(it.value(), i, message["tool_calls"])) return e;
       } else {
-        message[it.key()] = OrderedJson(it.value());
+        message[it.key()] = Json(it.value());
       }
     }
     if (!message.contains("content")) message["content"] = nullptr;

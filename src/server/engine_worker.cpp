@@ -146,7 +146,6 @@ void EngineWorker::admit(const std::shared_ptr<Job>& job) {
       ChoiceEvent event;
       event.choice = c;
       event.text = ch.stream->put(static_cast<int32_t>(token));
-      event.tokens.push_back(token);
       // The end-of-sequence token is no part of the text, so it has no logprobs entry (as OpenAI's).
       if (!engine_->config().is_eos(token)) event.logprobs = std::move(ch.logprobs);
       ch.logprobs.clear();
@@ -158,7 +157,6 @@ void EngineWorker::admit(const std::shared_ptr<Job>& job) {
       refused = id.status();
       break;
     }
-    choice.id = *id;
     added.push_back(*id);
     running_[*id] = {job, c};
   }

@@ -28,9 +28,8 @@ namespace ember::server {
 
 struct ChoiceEvent {
   int choice = 0;
-  std::string text;              // newly settled text (may be empty while a stop string could be forming)
-  std::vector<int64_t> tokens;   // tokens chosen since the choice's previous event
-  std::vector<genai::TokenLogprobs> logprobs;  // one per token, when the job asked for them
+  std::string text;  // newly settled text (may be empty while a stop string could be forming)
+  std::vector<genai::TokenLogprobs> logprobs;  // per token since the previous event, when the job asked for them
   bool finished = false;
   std::string finish_reason;  // when finished: "stop" (EOS or a stop string), "length" or "cancelled"
 };
@@ -75,10 +74,8 @@ class Job {
  private:
   friend class EngineWorker;
   struct Choice {
-    genai::RequestId id = 0;
     std::unique_ptr<genai::TextStream> stream;
-    std::vector<int64_t> tokens;  // since the last event
-    std::vector<genai::TokenLogprobs> logprobs;
+    std::vector<genai::TokenLogprobs> logprobs;  // since the last event
     bool finished = false;
     std::chrono::steady_clock::time_point last_token;
   };

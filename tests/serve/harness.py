@@ -243,6 +243,14 @@ class Checks:
         return 1 if self.failed else 0
 
 
+def report(what, failures):
+    """Prints each failure and the verdict; the exit status."""
+    for f in failures:
+        print(f"FAIL {f}")
+    print(f"{what}: " + ("FAILED" if failures else "passed"))
+    return 1 if failures else 0
+
+
 def expect(cond, message):
     if not cond:
         raise AssertionError(message)

@@ -41,7 +41,7 @@ import time
 import httpx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import EmberServer, kill_children, parse_metrics, percentile, watchdog  # noqa: E402
+from harness import EmberServer, kill_children, parse_metrics, percentile, report, watchdog  # noqa: E402
 
 REQUEST_BOUND = 60
 SYSTEM = "You are a fortune cookie. Answer with one short fortune."
@@ -228,10 +228,7 @@ def main():
     finally:
         kill_children()
     print(f"server log: {log}")
-    for f in failures:
-        print(f"FAIL {f}")
-    print("load test: " + ("FAILED" if failures else "passed"))
-    return 1 if failures else 0
+    return report("load test", failures)
 
 
 if __name__ == "__main__":

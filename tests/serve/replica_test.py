@@ -52,7 +52,7 @@ import time
 import httpx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import EmberServer, free_port, kill_children, spawn, watchdog  # noqa: E402
+from harness import EmberServer, free_port, kill_children, report, spawn, watchdog  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REQUEST_BOUND = 30
@@ -325,10 +325,7 @@ def main():
             load.stop.set()
         kill_children()
     print(f"logs: {work}")
-    for f in failures:
-        print(f"FAIL {f}")
-    print("replica test: " + ("FAILED" if failures else "passed"))
-    return 1 if failures else 0
+    return report("replica test", failures)
 
 
 def judge(load, t, counters, failures):
