@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -49,17 +48,8 @@ nlohmann::ordered_json fresh_conversation(const std::string& system) {
 int run_chat(const ChatArgs& a) {
   if (Status s = genai::validate_stop_strings(a.stop); !s.is_ok()) return fail(s);
   const std::string& dir = a.model.model_dir;
-  std::ifstream config_file(dir + "/tokenizer_config.json");
-  if (!config_file) return fail(io_error("cannot open {}/tokenizer_config.json", dir));
-  const nlohmann::json config = nlohmann::json::parse(config_file, nullptr, /*allow_exceptions=*/false);
-  if (config.is_discarded()) return fail(invalid_model("{}/tokenizer_config.json is not valid JSON", dir));
-  // A template that does not parse is reported now, not at the first turn.
-  const std::string template_where = dir + "/tokenizer_config.json: chat_template: ";
-  auto source = genai::select_chat_template(config, false);
-  if (!source.is_ok()) return fail(source.status().with_context(template_where));
-  if (auto parsed = genai::jinja::Template::parse(*source); !parsed.is_ok()) {
-    return fail(parsed.status().with_context(template_where));
-  }
+  auto chat_template = genai::ChatTemplate::load(dir);
+  if (!chat_template.is_ok()) return fail(chat_template.status());
   auto tokenizer = genai::Tokenizer::from_file(dir + "/tokenizer.json");
   if (!tokenizer.is_ok()) return fail(tokenizer.status());
   auto generator = load_generator(a.model, a.model.max_context);
@@ -84,8 +74,8 @@ int run_chat(const ChatArgs& a) {
     genai::ChatTemplateInput input;
     input.messages = messages;
     input.add_generation_prompt = true;
-    auto text = genai::render_chat_template(config, input);
-    if (!text.is_ok()) return fail(text.status().with_context(template_where));
+    auto text = chat_template->render(input);
+    if (!text.is_ok()) return fail(text.status().with_context("chat template: "));
     const std::vector<int32_t> ids = tokenizer->encode(*text, /*add_special=*/false);
     const std::vector<int64_t> prompt(ids.begin(), ids.end());
     genai::GenerationParams params =

@@ -27,7 +27,7 @@ Command add_chat_template(CLI::App& app) {
     bool add_generation_prompt = false;
   };
   auto o = std::make_shared<Options>();
-  app.add_option("model_dir", o->model_dir, "Model folder with tokenizer_config.json")->required();
+  app.add_option("model_dir", o->model_dir, "Model folder with a chat template (chat_template.jinja or tokenizer_config.json)")->required();
   app.add_option("--messages", o->messages, "JSON file with an OpenAI-style message list")->required();
   app.add_option("--tools", o->tools, "JSON file with a list of tool schemas");
   app.add_flag("--add-generation-prompt", o->add_generation_prompt, "End with the assistant turn's header");
@@ -36,8 +36,8 @@ Command add_chat_template(CLI::App& app) {
       fmt::print(stderr, "error: {}\n", s.to_string());
       return 1;
     };
-    auto config = read_json(o->model_dir + "/tokenizer_config.json");
-    if (!config.is_ok()) return fail(config.status());
+    auto chat_template = genai::ChatTemplate::load(o->model_dir);
+    if (!chat_template.is_ok()) return fail(chat_template.status());
     genai::ChatTemplateInput input;
     auto messages = read_json(o->messages);
     if (!messages.is_ok()) return fail(messages.status());
@@ -48,7 +48,7 @@ Command add_chat_template(CLI::App& app) {
       input.tools = *tools;
     }
     input.add_generation_prompt = o->add_generation_prompt;
-    auto text = genai::render_chat_template(nlohmann::json(*config), input);
+    auto text = chat_template->render(input);
     if (!text.is_ok()) return fail(text.status());
     fmt::print("{}", *text);
     return 0;

@@ -10,7 +10,6 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -90,16 +89,12 @@ class ApiServer {
     const std::string& dir = options_.model.model_dir;
     EMBER_ASSIGN_OR_RETURN(genai::Tokenizer tokenizer, genai::Tokenizer::from_file(dir + "/tokenizer.json"));
     tokenizer_ = std::make_unique<genai::Tokenizer>(std::move(tokenizer));
-    std::ifstream config_file(dir + "/tokenizer_config.json");
-    if (config_file) {
-      tokenizer_config_ = Json::parse(config_file, nullptr, /*allow_exceptions=*/false);
-      if (tokenizer_config_.is_discarded()) return invalid_model("{}/tokenizer_config.json is not valid JSON", dir);
-      if (auto source = genai::select_chat_template(tokenizer_config_, /*has_tools=*/true); source.is_ok()) {
-        auto parsed = genai::jinja::Template::parse(*source);
-        if (!parsed.is_ok()) return parsed.status().with_context(dir + "/tokenizer_config.json: chat_template: ");
-        tool_format_ = server::detect_tool_call_format(*source);
-        has_template_ = true;
-      }
+    auto chat_template = genai::ChatTemplate::load(dir);
+    if (chat_template.is_ok()) {
+      tool_format_ = server::detect_tool_call_format(chat_template->source(/*has_tools=*/true));
+      chat_template_ = std::make_unique<genai::ChatTemplate>(std::move(*chat_template));
+    } else if (chat_template.status().code() != StatusCode::kNotFound) {
+      return chat_template.status();
     }
     genai::EngineOptions engine_options;
     engine_options.max_running = options_.max_concurrent;
@@ -223,12 +218,12 @@ class ApiServer {
   // The chat template's rendering of `messages` (and tools), encoded as
   // apply_chat_template(tokenize=True) does: no special tokens added.
   std::optional<ApiError> render(const server::ChatRequest& r, std::vector<int64_t>& prompt) const {
-    if (!has_template_) return server::bad_request("this model folder has no chat template; use /v1/completions");
+    if (!chat_template_) return server::bad_request("this model folder has no chat template; use /v1/completions");
     genai::ChatTemplateInput input;
     input.messages = r.messages;
     input.tools = r.tools;
     input.add_generation_prompt = true;
-    auto text = genai::render_chat_template(tokenizer_config_, input);
+    auto text = chat_template_->render(input);
     if (!text.is_ok()) return server::bad_request("the chat template refused the messages: " + text.status().message(), "messages");
     const std::vector<int32_t> ids = tokenizer_->encode(*text, /*add_special=*/false);
     prompt.assign(ids.begin(), ids.end());
@@ -724,8 +719,7 @@ class ApiServer {
   server::ApiLimits limits_;
 
   std::unique_ptr<genai::Tokenizer> tokenizer_;
-  Json tokenizer_config_;
-  bool has_template_ = false;
+  std::unique_ptr<genai::ChatTemplate> chat_template_;  // null: the folder has none
   server::ToolCallFormat tool_format_ = server::ToolCallFormat::kNone;
   int64_t max_length_ = 0;
   genai::SearchConfig search_;

@@ -1,8 +1,9 @@
 #pragma once
-// Chat templates as Hugging Face transformers' apply_chat_template renders them:
-// the tokenizer_config.json chat_template (a string, or a list of named
-// templates), rendered with messages, tools, add_generation_prompt and the
-// special tokens (bos/eos/unk/sep/pad/cls/mask, additional_special_tokens).
+// Chat templates as Hugging Face transformers' apply_chat_template renders them,
+// found in a model folder where AutoTokenizer.from_pretrained finds them, and
+// rendered with messages, tools, add_generation_prompt and the special tokens
+// (bos/eos/unk/sep/pad/cls/mask, additional_special_tokens).
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -21,11 +22,38 @@ struct ChatTemplateInput {
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
 };
 
-// The template text transformers picks: a string as is; of a list of named
-// templates, "tool_use" when tools are given and it exists, else "default".
-Result<std::string> select_chat_template(const nlohmann::json& tokenizer_config, bool has_tools);
+// A model's named chat templates, each parsed once.
+class ChatTemplate {
+ public:
+  // The folder's templates, as transformers 4.57 loads them: chat_template.jinja
+  // ("default") and additional_chat_templates/NAME.jinja when either exists (they
+  // replace tokenizer_config.json's), else tokenizer_config.json's chat_template.
+  // The special tokens come from tokenizer_config.json when there is one.
+  // kNotFound when the folder has no template; other errors name the file.
+  static Result<ChatTemplate> load(const std::string& model_dir);
+  // tokenizer_config.json's chat_template (a string, or a list of
+  // {"name", "template"}) and special tokens; `where` prefixes error messages.
+  static Result<ChatTemplate> from_config(const nlohmann::json& tokenizer_config,
+                                          const std::string& where = "tokenizer_config.json");
 
-Result<std::string> render_chat_template(const nlohmann::json& tokenizer_config, const ChatTemplateInput& input,
-                                         const jinja::RenderOptions& options = {});
+  // The template transformers picks: "tool_use" when tools are given and it
+  // exists, else "default".
+  const std::string& source(bool has_tools) const { return pick(has_tools).source; }
+  // Errors carry the template's line and column, not its file: the server shows them to clients.
+  Result<std::string> render(const ChatTemplateInput& input, const jinja::RenderOptions& options = {}) const;
+
+ private:
+  struct Named {
+    std::string where;  // the file (and entry) it came from, for errors
+    std::string source;
+    jinja::Template parsed;
+  };
+  static Result<ChatTemplate> from_sources(const std::map<std::string, std::pair<std::string, std::string>>& sources,
+                                           const nlohmann::json& tokenizer_config);
+  const Named& pick(bool has_tools) const;
+
+  std::map<std::string, Named> templates_;  // by name; always holds "default"
+  jinja::Dict special_tokens_;
+};
 
 }  // namespace ember::genai

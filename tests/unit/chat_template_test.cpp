@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
@@ -55,7 +56,8 @@ std::set<std::string> expect_cases_match(const nlohmann::ordered_json& cases) {
     input.messages = c["messages"];
     input.tools = c["tools"];
     input.add_generation_prompt = c["add_generation_prompt"];
-    auto rendered = render_chat_template(nlohmann::json(c["config"]), input, options);
+    auto chat_template = ChatTemplate::from_config(nlohmann::json(c["config"]));
+    auto rendered = chat_template.is_ok() ? chat_template->render(input, options) : Result<std::string>(chat_template.status());
     const std::string where = c["template"].get<std::string>() + " / " + c["conversation"].get<std::string>() +
                               (input.add_generation_prompt ? " / generation prompt" : "");
     if (c.contains("error")) {
@@ -106,20 +108,96 @@ TEST(ChatTemplate, LlamaCppTemplatesMatchJinja2) {
 
 TEST(ChatTemplate, NamedTemplateListPicksToolUseWithTools) {
   nlohmann::json config = {{"chat_template", {{{"name", "default"}, {"template", "D"}}, {{"name", "tool_use"}, {"template", "T"}}}}};
+  auto t = ChatTemplate::from_config(config);
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
   ChatTemplateInput input;
-  EXPECT_EQ(*render_chat_template(config, input), "D");
+  EXPECT_EQ(*t->render(input), "D");
   input.tools = nlohmann::json::array();
-  EXPECT_EQ(*render_chat_template(config, input), "T");
+  EXPECT_EQ(*t->render(input), "T");
 }
 
 TEST(ChatTemplate, MissingTemplateAndRaiseExceptionAreErrors) {
-  auto none = render_chat_template({{"chat_template", nullptr}}, {});
+  auto none = ChatTemplate::from_config({{"chat_template", nullptr}});
   ASSERT_FALSE(none.is_ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
   EXPECT_NE(none.status().message().find("no chat_template"), std::string::npos);
-  auto raised = render_chat_template({{"chat_template", "ok\n{{ raise_exception('roles must alternate') }}"}}, {});
-  ASSERT_FALSE(raised.is_ok());
-  EXPECT_NE(raised.status().message().find("line 2"), std::string::npos) << raised.status().to_string();
-  EXPECT_NE(raised.status().message().find("roles must alternate"), std::string::npos);
+  auto no_default = ChatTemplate::from_config({{"chat_template", {{{"name", "tool_use"}, {"template", "T"}}}}});
+  ASSERT_FALSE(no_default.is_ok());
+  EXPECT_NE(no_default.status().message().find("none named 'default'"), std::string::npos);
+  auto raised = ChatTemplate::from_config({{"chat_template", "ok\n{{ raise_exception('roles must alternate') }}"}});
+  ASSERT_TRUE(raised.is_ok()) << raised.status().to_string();
+  auto text = raised->render({});
+  ASSERT_FALSE(text.is_ok());
+  EXPECT_NE(text.status().message().find("line 2"), std::string::npos) << text.status().to_string();
+  EXPECT_NE(text.status().message().find("roles must alternate"), std::string::npos);
+}
+
+// A scratch model folder under the build tree, emptied first.
+class ChatTemplateFolder : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(EMBER_BINARY_DIR) / "chat_template_folder" /
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void write(const std::string& name, const std::string& text) {
+    std::filesystem::create_directories((dir_ / name).parent_path());
+    std::ofstream(dir_ / name, std::ios::binary) << text;
+  }
+  std::filesystem::path dir_;
+};
+
+// transformers >= 4.43 saves the template as chat_template.jinja (the builder copies
+// it); it and additional_chat_templates/ replace tokenizer_config.json's entry.
+TEST_F(ChatTemplateFolder, JinjaFilesReplaceTheConfigEntry) {
+  write("tokenizer_config.json", R"({"chat_template": "config", "eos_token": "<e>"})");
+  write("chat_template.jinja", "file {{ eos_token }}");
+  auto t = ChatTemplate::load(dir_.string());
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  ChatTemplateInput input;
+  EXPECT_EQ(*t->render(input), "file <e>");
+  write("additional_chat_templates/tool_use.jinja", "tools {{ tools | length }}");
+  t = ChatTemplate::load(dir_.string());
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  EXPECT_EQ(*t->render(input), "file <e>");
+  input.tools = nlohmann::json::array({1, 2});
+  EXPECT_EQ(*t->render(input), "tools 2");
+}
+
+TEST_F(ChatTemplateFolder, ConfigEntryWithoutFiles) {
+  write("tokenizer_config.json", R"({"chat_template": "config {{ bos_token }}", "bos_token": {"content": "<b>"}})");
+  auto t = ChatTemplate::load(dir_.string());
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  EXPECT_EQ(*t->render({}), "config <b>");
+}
+
+TEST_F(ChatTemplateFolder, TemplateWithoutTokenizerConfig) {
+  write("chat_template.jinja", "{{ messages[0].content }}");
+  auto t = ChatTemplate::load(dir_.string());
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  ChatTemplateInput input;
+  input.messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hi"}])");
+  EXPECT_EQ(*t->render(input), "hi");
+}
+
+TEST_F(ChatTemplateFolder, ErrorsNameTheFile) {
+  auto none = ChatTemplate::load(dir_.string());
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(none.status().message().find("chat_template.jinja"), std::string::npos) << none.status().to_string();
+  write("tokenizer_config.json", "{not json");
+  auto bad_json = ChatTemplate::load(dir_.string());
+  ASSERT_FALSE(bad_json.is_ok());
+  EXPECT_NE(bad_json.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(bad_json.status().message().find("tokenizer_config.json is not valid JSON"), std::string::npos)
+      << bad_json.status().to_string();
+  write("tokenizer_config.json", "{}");
+  write("chat_template.jinja", "{% if %}");
+  auto bad_template = ChatTemplate::load(dir_.string());
+  ASSERT_FALSE(bad_template.is_ok());
+  EXPECT_NE(bad_template.status().message().find("chat_template.jinja: template line 1"), std::string::npos)
+      << bad_template.status().to_string();
 }
 
 }  // namespace
