@@ -77,8 +77,8 @@ Command add_info(CLI::App& app) {
       return 1;
     }
     ir::Graph& g = *loaded->graph;
-    fmt::print("model: {} (ir_version {}, producer {} {})\n", *model, loaded->ir_version, loaded->producer_name,
-               loaded->producer_version);
+    fmt::print("model: {} (ir_version {}, producer {} {})\n", *model, loaded->metadata.ir_version, loaded->metadata.producer_name,
+               loaded->metadata.producer_version);
     std::string opsets;
     for (const auto& [domain, version] : g.opsets) opsets += fmt::format(" {}={}", domain.empty() ? "ai.onnx" : domain, version);
     fmt::print("opsets:{}\n", opsets);

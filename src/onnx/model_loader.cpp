@@ -341,7 +341,10 @@ Result<LoadedModel> load_model_from_bytes(std::span<const uint8_t> bytes, const 
   Scope top;
   top.opsets = &model.opsets;
   EMBER_ASSIGN_OR_RETURN(std::shared_ptr<ir::Graph> graph, builder.build(model.graph, top, false));
-  return LoadedModel{std::move(graph), model.ir_version, model.producer_name, model.producer_version};
+  ModelMetadata metadata{model.ir_version,         model.producer_name, model.producer_version,
+                         model.domain,             model.model_version, std::move(model.doc_string),
+                         std::move(model.graph.name), std::move(model.graph.doc_string), std::move(model.metadata_props)};
+  return LoadedModel{std::move(graph), std::move(metadata)};
 }
 
 Result<LoadedModel> load_model(const std::string& path) {

@@ -11,11 +11,22 @@
 
 namespace ember::onnx {
 
-struct LoadedModel {
-  std::shared_ptr<ir::Graph> graph;
+// ModelProto's descriptive fields (what ONNX Runtime's ModelMetadata shows).
+struct ModelMetadata {
   int64_t ir_version = 0;
   std::string producer_name;
   std::string producer_version;
+  std::string domain;
+  int64_t model_version = 0;
+  std::string doc_string;
+  std::string graph_name;
+  std::string graph_doc_string;
+  std::vector<std::pair<std::string, std::string>> metadata_props;  // in file order
+};
+
+struct LoadedModel {
+  std::shared_ptr<ir::Graph> graph;
+  ModelMetadata metadata;
 };
 
 // Loads `path`: memory-maps it, resolves external data relative to its folder

@@ -232,6 +232,7 @@ Status read_graph(std::span<const uint8_t> bytes, const Where& w, TensorContext&
                                            }));
         break;
       case 2: EMBER_RETURN_IF_ERROR(proto::read_string(f, w.child("name"), g.name)); break;
+      case 10: EMBER_RETURN_IF_ERROR(proto::read_string(f, w.child("doc_string"), g.doc_string)); break;
       case 5: {
         Where tw = w.child("initializer", static_cast<int64_t>(g.initializers.size()));
         std::span<const uint8_t> b;
@@ -305,6 +306,18 @@ Status read_function(std::span<const uint8_t> bytes, const Where& w, TensorConte
   return Status::ok();
 }
 
+// StringStringEntryProto: key = 1, value = 2.
+Status read_string_entry(std::span<const uint8_t> bytes, const Where& w, std::pair<std::string, std::string>& entry) {
+  Reader r(bytes, w);
+  Field f;
+  while (!r.done()) {
+    EMBER_RETURN_IF_ERROR(r.next(f));
+    if (f.number == 1) EMBER_RETURN_IF_ERROR(proto::read_string(f, w.child("key"), entry.first));
+    if (f.number == 2) EMBER_RETURN_IF_ERROR(proto::read_string(f, w.child("value"), entry.second));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 std::string normalize_domain(std::string domain) { return domain == "ai.onnx" ? std::string() : domain; }
@@ -320,6 +333,15 @@ Status read_model(std::span<const uint8_t> bytes, TensorContext& ctx, ModelMsg& 
       case 1: EMBER_RETURN_IF_ERROR(proto::read_int(f, w.child("ir_version"), model.ir_version)); break;
       case 2: EMBER_RETURN_IF_ERROR(proto::read_string(f, w.child("producer_name"), model.producer_name)); break;
       case 3: EMBER_RETURN_IF_ERROR(proto::read_string(f, w.child("producer_version"), model.producer_version)); break;
+      case 4: EMBER_RETURN_IF_ERROR(proto::read_string(f, w.child("domain"), model.domain)); break;
+      case 5: EMBER_RETURN_IF_ERROR(proto::read_int(f, w.child("model_version"), model.model_version)); break;
+      case 6: EMBER_RETURN_IF_ERROR(proto::read_string(f, w.child("doc_string"), model.doc_string)); break;
+      case 14:
+        EMBER_RETURN_IF_ERROR(read_message(f, w.child("metadata_props", static_cast<int64_t>(model.metadata_props.size())),
+                                           [&](std::span<const uint8_t> b, const Where& x) {
+                                             return read_string_entry(b, x, model.metadata_props.emplace_back());
+                                           }));
+        break;
       case 7:
         model.has_graph = true;
         EMBER_RETURN_IF_ERROR(read_message(f, w.child("graph"), [&](std::span<const uint8_t> b, const Where& x) {

@@ -41,6 +41,7 @@ struct NodeMsg {
 
 struct GraphMsg {
   std::string name;
+  std::string doc_string;
   std::vector<NodeMsg> nodes;
   std::vector<NamedTensor> initializers;
   std::vector<ValueInfoMsg> inputs;
@@ -65,6 +66,10 @@ struct ModelMsg {
   int64_t ir_version = 0;
   std::string producer_name;
   std::string producer_version;
+  std::string domain;
+  int64_t model_version = 0;
+  std::string doc_string;
+  std::vector<std::pair<std::string, std::string>> metadata_props;  // in file order
   OpsetMap opsets;
   bool has_graph = false;
   GraphMsg graph;

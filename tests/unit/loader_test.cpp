@@ -391,7 +391,28 @@ TEST(Loader, RichModelLoads) {
   auto m = load(rich_model());
   ASSERT_TRUE(m) << m.status().message();
   EXPECT_EQ(m->graph->nodes.size(), 2u);
-  EXPECT_EQ(m->producer_name, "loader_test");
+  EXPECT_EQ(m->metadata.producer_name, "loader_test");
+}
+
+TEST(Loader, ModelMetadata) {
+  auto entry = [](std::string_view k, std::string_view v) { return Msg().bytes(1, k).bytes(2, v); };
+  Msg g = graph({node("Relu", {"x"}, {"y"})}, {kX}, {kY}).bytes(10, "graph doc");
+  Msg m;
+  m.varint(1, 8).bytes(2, "exporter").bytes(3, "1.2").bytes(4, "ai.example").varint(5, 7).bytes(6, "model doc");
+  m.msg(14, entry("author", "me")).msg(14, entry("license", "MIT")).msg(8, opset("", 17)).msg(7, g);
+  auto loaded = load(m.out);
+  ASSERT_TRUE(loaded) << loaded.status().message();
+  const ModelMetadata& md = loaded->metadata;
+  EXPECT_EQ(md.ir_version, 8);
+  EXPECT_EQ(md.producer_name, "exporter");
+  EXPECT_EQ(md.producer_version, "1.2");
+  EXPECT_EQ(md.domain, "ai.example");
+  EXPECT_EQ(md.model_version, 7);
+  EXPECT_EQ(md.doc_string, "model doc");
+  EXPECT_EQ(md.graph_name, "g");
+  EXPECT_EQ(md.graph_doc_string, "graph doc");
+  const std::vector<std::pair<std::string, std::string>> props = {{"author", "me"}, {"license", "MIT"}};
+  EXPECT_EQ(md.metadata_props, props);
 }
 
 TEST(Loader, EveryTruncationIsRejectedWithoutCrashing) {
