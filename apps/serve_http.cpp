@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <pthread.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <random>
@@ -753,6 +756,17 @@ int run_serve(const ServeOptions& options) {
   std::signal(SIGPIPE, SIG_IGN);
 
   ApiServer server(options);
+  // Debian's cpp-httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG,
+  // compiled into the library): 8 clients connecting at once overflowed it, and the
+  // one whose SYN was dropped waited for the kernel's retry, 1 s (the side-by-side with
+  // llama-server, docs/benchmarks/2026-12-03-serve-vs-llama-cpp.md). The listening
+  // socket is caught as it is made and, once bound, listened on again with the system's
+  // maximum.
+  int listen_fd = -1;
+  server.http().set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;
+  });
   int port = options.port;
   if (port == 0) {
     port = server.http().bind_to_any_port(options.host);
@@ -762,6 +776,11 @@ int run_serve(const ServeOptions& options) {
   }
   if (port == 0) {
     fmt::print(stderr, "ember serve: cannot listen on {}:{}\n", options.host, options.port);
+    return 1;
+  }
+  if (listen_fd < 0 || ::listen(listen_fd, SOMAXCONN) != 0) {
+    fmt::print(stderr, "ember serve: cannot raise the listen backlog on {}:{}: {}\n", options.host, port,
+               std::strerror(errno));
     return 1;
   }
   std::thread listener([&server] { server.http().listen_after_bind(); });

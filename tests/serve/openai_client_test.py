@@ -22,6 +22,7 @@ listed at the end):
     temperature equals `ember generate --prompt-ids ... --seed S --temperature
     T --max-new-tokens N --json`'s "text";
   - /v1/models, /metrics (Prometheus text), /tokenize and /detokenize;
+  - the listen backlog is the system's maximum (`ss -ltn`), not cpp-httplib's 5;
   - errors, each with OpenAI's error object {"error": {message, type, param,
     code}} and the client's matching exception class: malformed JSON 400,
     unknown model 404 (NotFoundError, as OpenAI answers: code
@@ -398,6 +399,17 @@ def check_matches_ember_generate(ctx):
 
 # ---- other endpoints ------------------------------------------------------------------------------
 
+def check_listen_backlog(ctx):
+    """The listening socket's backlog (Send-Q of `ss -ltn` for a listener) is the system's maximum, not
+    cpp-httplib's 5, which made 8 clients connecting at once wait a second for the kernel's SYN retry."""
+    out = subprocess.run(["ss", "-ltnH", f"sport = :{ctx.server.port}"], capture_output=True, text=True, timeout=10,
+                         check=True).stdout.split()
+    expect(len(out) >= 3 and out[0] == "LISTEN", f"ss -ltn for port {ctx.server.port}: {out}")
+    backlog = int(out[2])
+    somaxconn = int(open("/proc/sys/net/core/somaxconn").read())
+    expect(backlog == min(somaxconn, 4096) and backlog >= 128, f"listen backlog {backlog} (somaxconn {somaxconn})")
+
+
 def check_models(ctx):
     models = ctx.oai.models.list()
     ids = [m.id for m in models.data]
@@ -762,7 +774,7 @@ def main():
                  check_seeds, check_n2, check_stop, check_max_tokens_1, check_logprobs, check_tools,
                  check_response_format_refused, check_batched_equals_sequential,
                  check_completion_text, check_completion_ids, check_completion_echo, check_completion_stream,
-                 check_matches_ember_generate, check_models, check_metrics, check_tokenize,
+                 check_matches_ember_generate, check_listen_backlog, check_models, check_metrics, check_tokenize,
                  check_malformed_json, check_unknown_model, check_bad_temperature, check_prompt_too_long,
                  check_auth_and_limits, check_disconnect_frees, check_drain, check_drain_timeout]
         for case in cases:
