@@ -11,7 +11,9 @@ namespace ember::onnx {
 namespace {
 
 constexpr int64_t kMinIrVersion = 3;
-constexpr int64_t kMaxIrVersion = 12;  // ONNX 1.19-1.20; element types added since are refused per tensor
+// IR 14 is what ONNX 1.23 writes (helper.make_model); IR 13 and 14 add only element
+// types (INT2/UINT2, FLOAT6E2M3/E3M2) and TypeProto.Opaque, refused per tensor.
+constexpr int64_t kMaxIrVersion = 14;
 // Model-local functions may call each other; a cycle would inline forever.
 constexpr int kMaxInlineDepth = 32;
 

@@ -354,8 +354,9 @@ TEST(Loader, GraphErrorsNameTheCulprit) {
   EXPECT_NE(error_of(domain).find("com.example"), std::string::npos) << error_of(domain);
   auto old_ir = load(model(graph({}, {kX}, {kX}), {}, 2));
   EXPECT_NE(error_of(old_ir).find("IR version 2"), std::string::npos) << error_of(old_ir);
-  auto new_ir = load(model(graph({}, {kX}, {kX}), {}, 13));
-  EXPECT_NE(error_of(new_ir).find("IR version 13"), std::string::npos) << error_of(new_ir);
+  EXPECT_TRUE(load(model(graph({}, {kX}, {kX}), {}, 14))) << "IR 14: ONNX 1.23's helper.make_model";
+  auto new_ir = load(model(graph({}, {kX}, {kX}), {}, 15));
+  EXPECT_NE(error_of(new_ir).find("IR version 15"), std::string::npos) << error_of(new_ir);
   auto string_init = load(model(graph({}, {}, {kY}, {tensor("s", 8, {1}).bytes(6, "hi")})));
   EXPECT_EQ(string_init.status().code(), StatusCode::kNotImplemented);
   EXPECT_NE(error_of(string_init).find("'s'"), std::string::npos);
