@@ -13,8 +13,9 @@ cli_only=0
 packages=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev
           libicu-dev libcpp-httplib-dev)
 # Tests and benchmarks; qemu-user runs the binaries as CPUs without AVX-512 and without AVX; haproxy is
-# the load balancer of the `ember serve` replica test.
-[ $cli_only = 1 ] || packages+=(libgtest-dev libbenchmark-dev libonnx-testdata qemu-user haproxy)
+# the load balancer of the `ember serve` replica test; python3-dev and python3-venv let `pip install .`
+# build the Python package (Debian's python3; a pyenv or other python3 on PATH brings its own).
+[ $cli_only = 1 ] || packages+=(libgtest-dev libbenchmark-dev libonnx-testdata qemu-user haproxy python3-dev python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
