@@ -54,5 +54,7 @@ nb::object tensor_to_array(Tensor t);
 std::string ort_type_string(DType t);
 
 void bind_session(nb::module_& m);
+// ember.genai's classes (genai.cpp).
+void bind_genai(nb::module_& m);
 
 }  // namespace ember::python

@@ -211,4 +211,5 @@ NB_MODULE(_ember, m) {
   m.doc() = "Ember's runtime (use the `ember` package, not this module)";
   ember::python::make_errors(m);
   ember::python::bind_session(m);
+  ember::python::bind_genai(m);
 }
