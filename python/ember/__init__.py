@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ._ember import EmberError, InvalidArgument, InvalidGraph, NoSuchFile, NotImplemented
+from ._errors import EmberError, InvalidArgument, InvalidGraph, NoSuchFile, NotImplemented
 from ._session import (
     ExecutionMode,
     GraphOptimizationLevel,

@@ -354,10 +354,11 @@ class InferenceSession:
         """The outputs named (all of them for None or []) as numpy arrays."""
         if run_options is not None:
             _check_run_options(run_options)
+        feed = input_feed if type(input_feed) is dict else dict(input_feed)
         if not self._profiling:
-            return self._sess.run(output_names or None, input_feed)
+            return self._sess.run(output_names or None, feed)
         start = time.perf_counter_ns()
-        outputs = self._sess.run(output_names or None, input_feed)
+        outputs = self._sess.run(output_names or None, feed)
         self._record("model_run", start, time.perf_counter_ns())
         return outputs
 

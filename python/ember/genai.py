@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 import numpy as np
 
 from . import _ember
-from ._ember import NotImplemented as _NotImplemented
+from ._errors import InvalidArgument, NoSuchFile
+from ._errors import NotImplemented as _NotImplemented
 
 __all__ = [
     "Config", "Model", "Tokenizer", "TokenizerStream", "GeneratorParams", "Generator", "Images", "Audios",
@@ -74,7 +75,7 @@ class Config:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = os.fspath(path)
         if not os.path.isdir(self.path):
-            raise _ember.NoSuchFile(f"{self.path}: no such model folder")
+            raise NoSuchFile(f"{self.path}: no such model folder")
         self._search: dict[str, Any] = {}
 
     def overlay(self, json_text: str) -> None:
@@ -138,11 +139,11 @@ class Tokenizer:
 
     def encode(self, text: str) -> np.ndarray:
         """The ids of `text`, an int32 array."""
-        return self._tokenizer.encode(text)
+        return cast(np.ndarray, self._tokenizer.encode(text))
 
     def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         """The ids of each text as the rows of an int32 array, padded on the right with pad_token_id."""
-        return self._tokenizer.encode_batch(list(texts), self._model.pad_token_id)
+        return cast(np.ndarray, self._tokenizer.encode_batch(list(texts), self._model.pad_token_id))
 
     def decode(self, tokens: Iterable[int] | np.ndarray) -> str:
         return self._tokenizer.decode(np.ascontiguousarray(tokens, dtype=np.int32).reshape(-1))
@@ -205,9 +206,9 @@ class GeneratorParams:
         options.chunk_size = int(s["chunk_size"])
         if options.do_sample and options.top_k != 1 and options.temperature != 0:
             if not 0.0 <= options.top_p <= 1.0:
-                raise _ember.InvalidArgument(f"top_p must be between 0.0 and 1.0, is {options.top_p}")
+                raise InvalidArgument(f"top_p must be between 0.0 and 1.0, is {options.top_p}")
             if options.top_k < 0:
-                raise _ember.InvalidArgument(f"top_k must be 0 or greater, is {options.top_k}")
+                raise InvalidArgument(f"top_k must be 0 or greater, is {options.top_k}")
         return options
 
 
@@ -234,7 +235,7 @@ class Generator:
 
     def get_next_tokens(self) -> np.ndarray:
         """The last token chosen (or appended), as an int32 array of one."""
-        return self._generator.get_next_tokens()
+        return cast(np.ndarray, self._generator.get_next_tokens())
 
     def token_count(self) -> int:
         return self._generator.token_count()
@@ -242,8 +243,8 @@ class Generator:
     def get_sequence(self, index: int) -> np.ndarray:
         """The prompt and the chosen tokens (EOS excluded) of sequence `index` (0), as int32."""
         if index != 0:
-            raise _ember.InvalidArgument(f"get_sequence({index}): there is one sequence (batch_size 1)")
-        return self._generator.get_sequence()
+            raise InvalidArgument(f"get_sequence({index}): there is one sequence (batch_size 1)")
+        return cast(np.ndarray, self._generator.get_sequence())
 
     def rewind_to(self, new_length: int) -> None:
         """Keeps the first new_length tokens of the sequence (and their KV cache)."""
@@ -251,7 +252,7 @@ class Generator:
 
     def get_logits(self) -> np.ndarray:
         """The logits the next token is chosen from, float32 [1, 1, vocab] (runs the model on a pending token)."""
-        return self._generator.get_logits()
+        return cast(np.ndarray, self._generator.get_logits())
 
 
 class _Unsupported:

@@ -8,46 +8,25 @@
 namespace ember::python {
 namespace {
 
-// The exception classes, made once at import (they live as long as the interpreter).
-struct ErrorClasses {
-  PyObject* base = nullptr;
-  PyObject* invalid_argument = nullptr;
-  PyObject* invalid_graph = nullptr;
-  PyObject* no_such_file = nullptr;
-  PyObject* not_implemented = nullptr;
-};
-ErrorClasses errors;
-
+// The class ember._errors defines for a Status code, looked up at the first error.
 PyObject* error_class(StatusCode code) {
+  static nb::handle classes[5];
+  if (!classes[0]) {
+    nb::object errors = nb::module_::import_("ember._errors");
+    const char* names[5] = {"EmberError", "InvalidArgument", "InvalidGraph", "NoSuchFile", "NotImplemented"};
+    for (int i = 0; i < 5; ++i) classes[i] = nb::object(errors.attr(names[i])).release();
+  }
   switch (code) {
-    case StatusCode::kInvalidArgument: return errors.invalid_argument;
-    case StatusCode::kInvalidModel: return errors.invalid_graph;
+    case StatusCode::kInvalidArgument: return classes[1].ptr();
+    case StatusCode::kInvalidModel: return classes[2].ptr();
     case StatusCode::kNotFound:
-    case StatusCode::kIoError: return errors.no_such_file;
-    case StatusCode::kNotImplemented: return errors.not_implemented;
-    default: return errors.base;
+    case StatusCode::kIoError: return classes[3].ptr();
+    case StatusCode::kNotImplemented: return classes[4].ptr();
+    default: return classes[0].ptr();
   }
 }
 
-// A new class ember.NAME deriving from `bases` (a type or a tuple of types).
-PyObject* new_error(nb::module_& m, const char* name, PyObject* bases, const char* doc) {
-  const std::string qualified = std::string("ember.") + name;
-  PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases, nullptr);
-  if (!cls) throw nb::python_error();
-  m.attr(name) = nb::handle(cls);
-  return cls;
-}
-
-void make_errors(nb::module_& m) {
-  errors.base = new_error(m, "EmberError", PyExc_RuntimeError, "An error Ember reported.");
-  auto pair = [](PyObject* a, PyObject* b) { return nb::make_tuple(nb::handle(a), nb::handle(b)).release().ptr(); };
-  errors.invalid_argument = new_error(m, "InvalidArgument", pair(errors.base, PyExc_ValueError),
-                                      "An argument, input, shape or dtype Ember cannot take.");
-  errors.invalid_graph = new_error(m, "InvalidGraph", errors.base, "A malformed or inconsistent model.");
-  errors.no_such_file = new_error(m, "NoSuchFile", pair(errors.base, PyExc_FileNotFoundError),
-                                  "A file that is missing or cannot be read.");
-  errors.not_implemented = new_error(m, "NotImplemented", pair(errors.base, PyExc_NotImplementedError),
-                                     "Something valid that Ember does not support (an operator, a dtype, an option).");
+void register_errors() {
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -209,7 +188,7 @@ std::string ort_type_string(DType t) {
 
 NB_MODULE(_ember, m) {
   m.doc() = "Ember's runtime (use the `ember` package, not this module)";
-  ember::python::make_errors(m);
+  ember::python::register_errors();
   ember::python::bind_session(m);
   ember::python::bind_genai(m);
 }
