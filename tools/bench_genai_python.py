@@ -6,10 +6,14 @@ Each round runs `ember generate DIR --prompt-ids ... --greedy --max-new-tokens N
 and, in this process, the loop onnxruntime-genai's examples run over ember.genai:
 generate_next_token, get_next_tokens()[0] and TokenizerStream.decode per token, timed
 over the same steps (from the second token on; the first only samples the prompt's
-logits). Both generate the same greedy tokens. The order alternates between rounds.
-Reported: each side's median tok/s with its min-max, and the ratio python/cli.
+logits). Both generate the same greedy tokens. A round runs each side --repeats
+times back to back and keeps its median (a tiny model's generation lasts a few
+milliseconds, shorter than the machine's hiccups); the order rotates between
+rounds. Reported: each side's median tok/s over rounds with its min-max, and the
+median and min-max of the rounds' ratios python/cli, and of a null control: ember
+generate run a second time in each round, over the first.
 
-  python3 tools/bench_genai_python.py EMBER_BINARY MODEL_DIR [--rounds 9] [--new-tokens 64]
+  python3 tools/bench_genai_python.py EMBER_BINARY MODEL_DIR [--rounds 9] [--repeats 5] [--new-tokens 64]
 """
 import argparse
 import json
@@ -53,6 +57,7 @@ def main():
     parser.add_argument("ember")
     parser.add_argument("model_dir")
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--new-tokens", type=int, default=64)
     args = parser.parse_args()
 
@@ -61,23 +66,31 @@ def main():
     with open(f"{args.model_dir}/genai_config.json") as f:
         vocab = json.load(f)["model"]["vocab_size"]
     prompt = np.array([(7 + 31 * i) % (vocab - 3) for i in range(12)], np.int32)
-    cli, py = [], []
+    # Sides: ember generate, ember.genai, ember generate again (the null control: cli2/cli).
+    rates = {"cli": [], "py": [], "cli2": []}
+    order = ["cli", "py", "cli2"]
     for r in range(args.rounds):
-        for side in ((0, 1) if r % 2 == 0 else (1, 0)):
-            if side == 0:
-                rate, cli_tokens = cli_tokens_per_s(args.ember, args.model_dir, prompt.tolist(), args.new_tokens)
-                cli.append(rate)
-            else:
-                rate, py_tokens = python_tokens_per_s(model, tokenizer, prompt, args.new_tokens)
-                py.append(rate)
+        for side in order[r % 3:] + order[:r % 3]:
+            samples = []
+            for _ in range(args.repeats):
+                if side == "py":
+                    rate, py_tokens = python_tokens_per_s(model, tokenizer, prompt, args.new_tokens)
+                else:
+                    rate, cli_tokens = cli_tokens_per_s(args.ember, args.model_dir, prompt.tolist(), args.new_tokens)
+                samples.append(rate)
+            rates[side].append(statistics.median(samples))
         if cli_tokens != py_tokens:
             raise SystemExit(f"the token streams differ:\n  ember generate {cli_tokens}\n  ember.genai    {py_tokens}")
-    ratios = [p / c for p, c in zip(py, cli)]
-    print(f"{args.model_dir}: {len(py_tokens)} tokens, {args.rounds} rounds")
+
+    def spread(values):
+        return f"{statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f})"
+
+    cli, py = rates["cli"], rates["py"]
+    print(f"{args.model_dir}: {len(py_tokens)} tokens, {args.rounds} rounds of {args.repeats}")
     print(f"ember generate  {statistics.median(cli):10.1f} tok/s ({min(cli):.1f}-{max(cli):.1f})")
     print(f"ember.genai     {statistics.median(py):10.1f} tok/s ({min(py):.1f}-{max(py):.1f})")
-    print(f"ratio python/cli {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})")
-
+    print(f"ratio python/cli {spread([p / c for p, c in zip(py, cli)])}")
+    print(f"null cli2/cli    {spread([c2 / c for c2, c in zip(rates['cli2'], cli)])}")
 
 if __name__ == "__main__":
     main()
