@@ -1,6 +1,6 @@
 """onnxruntime-genai's own example scripts (tests/python/og_examples: its examples/python, the
 import changed to ember.genai) against the same scripts under onnxruntime_genai, greedy
-(top_k 1), on models/default: the printed text must be the same."""
+(top_k 1), on models/default and on a real builder export: the printed text must be the same."""
 import os
 import re
 import subprocess
@@ -44,11 +44,31 @@ CASES = {
 }
 
 
+# On the builder export (random weights, a 151,936-token vocabulary, int4 weights and int8 activations) the
+# scripts' default max_length is the context, 2,048 tokens, and over hundreds of tokens greedy search meets a
+# near-tie that the two runtimes break differently (as real_exports.py's check, which compares 64 new tokens);
+# the cases without a bound get one there.
+EXPORT_MAX_LENGTH = ["-l", "80"]
+
+
+def same_text_but_og_truncation(ours, expected):
+    """Equal, line by line, except where onnxruntime-genai's Tokenizer.decode met bytes that are not UTF-8: it
+    writes one U+FFFD and drops the rest of the text, where Ember (as Hugging Face's tokenizers) writes U+FFFD
+    and goes on. Such an expected line ends with U+FFFD and starts our line."""
+    ours_lines, expected_lines = ours.split("\n"), expected.split("\n")
+    if len(ours_lines) != len(expected_lines):
+        return False
+    return all(o == e or (e.endswith("\ufffd") and o.startswith(e)) for o, e in zip(ours_lines, expected_lines))
+
+
+@pytest.mark.parametrize("folder", ["default_model_dir", "builder_export_dir"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_example_prints_what_onnxruntime_genai_prints(og_examples, default_model_dir, case):
+def test_example_prints_what_onnxruntime_genai_prints(og_examples, request, folder, case):
     script, args, stdin = CASES[case]
-    args = ["-m", default_model_dir, *args]
+    if folder == "builder_export_dir" and "-l" not in args:
+        args = [*args, *EXPORT_MAX_LENGTH]
+    args = ["-m", request.getfixturevalue(folder), *args]
     ours = run(EXAMPLES, script, args, stdin)
     expected = run(og_examples, script, args, stdin)
-    assert ours == expected
+    assert same_text_but_og_truncation(ours, expected), f"ours:\n{ours}\nonnxruntime-genai:\n{expected}"
     assert len(ours.split()) > 8, ours  # generated text, not only the scripts' own lines
