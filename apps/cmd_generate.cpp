@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "constraint_cli.h"
 #include "genai/tokenizer.h"
 #include "genai_cli.h"
 
@@ -30,6 +31,7 @@ struct GenerateArgs {
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
   bool json = false;
+  ConstraintArgs constraint;
 };
 
 int fail(const Status& s) {
@@ -54,6 +56,8 @@ int run_generate(const GenerateArgs& a) {
   if (Status s = genai::validate_stop_strings(a.stop); !s.is_ok()) return fail(s);
   auto tokenizer = genai::Tokenizer::from_file(a.model.model_dir + "/tokenizer.json");
   if (!tokenizer.is_ok()) return fail(tokenizer.status());
+  auto constraint = load_constraint(a.constraint, a.model, *tokenizer);
+  if (!constraint.is_ok()) return fail(constraint.status());
   auto generator = load_generator(a.model, a.model.max_context);
   if (!generator.is_ok()) return fail(generator.status());
   std::vector<int64_t> prompt = a.prompt_ids;
@@ -67,6 +71,7 @@ int run_generate(const GenerateArgs& a) {
   if (a.max_new_tokens) params.max_new_tokens = *a.max_new_tokens;
   apply_sampling_flags(a, params.sampling);
 
+  ConstrainedRun constrained(*constraint, params);
   genai::TextStream stream(*tokenizer, a.stop);
   params.on_token = a.json ? [&stream](int64_t token) {
     stream.put(static_cast<int32_t>(token));
@@ -78,6 +83,7 @@ int run_generate(const GenerateArgs& a) {
   const bool stop_string = stream.stopped();
   if (!a.json) {
     fmt::print("{}\n", rest);
+    constrained.warn_if_incomplete("ember generate", *result);
     return 0;
   }
   const genai::GenerationStats& st = result->stats;
@@ -90,6 +96,7 @@ int run_generate(const GenerateArgs& a) {
        {{"time_to_first_token_s", st.first_token_s},
         {"prefill_tokens_per_s", st.prefill_tokens_per_s()},
         {"decode_tokens_per_s", st.decode_tokens_per_s()}}}};
+  if (constrained.active()) out["constraint"] = constrained.report();
   fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   return 0;
 }
@@ -122,6 +129,7 @@ Command add_generate(CLI::App& app) {
   app.add_option("--frequency-penalty", a->frequency_penalty, "Subtract this per earlier occurrence of a token");
   app.add_option("--stop", a->stop, "Stop before this text (repeatable); it is not printed");
   app.add_flag("--json", a->json, "Print one JSON object (prompt tokens, generated ids, text, timings) instead of streaming");
+  add_constraint_options(app, a->constraint);
   return [a] { return run_generate(*a); };
 }
 

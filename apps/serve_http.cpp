@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "genai/chat_template.h"
+#include "genai/constraint.h"
 #include "server/api.h"
 #include "server/engine_worker.h"
 #include "server/tool_calls.h"
@@ -268,7 +269,35 @@ class ApiServer {
     spec.prompt = std::move(prompt);
     spec.n = r.n;
     spec.stop = r.stop;
+    if (r.response_format != "text") {
+      auto constraint = compile_response_format(r);
+      if (!constraint.is_ok()) return server::bad_request(constraint.status().message(), "response_format");
+      spec.params.make_constraint = [c = *constraint]() -> std::unique_ptr<genai::LogitsProcessor> {
+        return c->make_mask();
+      };
+    }
     return std::nullopt;
+  }
+
+  // response_format's constraint (`ember generate --json-schema`'s path), over
+  // the vocabulary built at the first such request.
+  Result<std::shared_ptr<const genai::Constraint>> compile_response_format(const server::SamplingRequest& r) const {
+    std::shared_ptr<const genai::ConstraintVocabulary> vocabulary;
+    {
+      std::lock_guard<std::mutex> lock(constraint_mutex_);
+      if (!constraint_vocabulary_) {
+        const genai::GenaiConfig& config = worker_->engine().config();
+        EMBER_ASSIGN_OR_RETURN(constraint_vocabulary_,
+                               genai::ConstraintVocabulary::create(*tokenizer_, config.eos_token_ids, config.vocab_size));
+      }
+      vocabulary = constraint_vocabulary_;
+    }
+    genai::ConstraintSpec spec;
+    spec.kind = r.response_format == "json_object" ? genai::ConstraintKind::kJsonObject
+                                                   : genai::ConstraintKind::kJsonSchema;
+    spec.text = r.json_schema;
+    spec.origin = "response_format";
+    return genai::Constraint::compile(std::move(vocabulary), spec);
   }
 
   // Submits the job, or says why not: the queue is full (429), the engine refused it (400).
@@ -722,6 +751,8 @@ class ApiServer {
   server::ApiLimits limits_;
 
   std::unique_ptr<genai::Tokenizer> tokenizer_;
+  mutable std::mutex constraint_mutex_;
+  mutable std::shared_ptr<const genai::ConstraintVocabulary> constraint_vocabulary_;
   std::unique_ptr<genai::ChatTemplate> chat_template_;  // null: the folder has none
   server::ToolCallFormat tool_format_ = server::ToolCallFormat::kNone;
   int64_t max_length_ = 0;

@@ -10,8 +10,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cli_only=0
 [ "${1:-}" = --cli-only ] && cli_only=1
 
+# cargo-web / rustc-web (Rust 1.96, bookworm-security; Debian's plain cargo is 1.63, too old) build
+# llguidance, structured output's matcher (cmake/llguidance.cmake fetches its crates from crates.io).
 packages=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev
-          libicu-dev libcpp-httplib-dev)
+          libicu-dev libcpp-httplib-dev cargo-web rustc-web)
 # Tests and benchmarks; qemu-user runs the binaries as CPUs without AVX-512 and without AVX; haproxy is
 # the load balancer of the `ember serve` replica test; python3-dev and python3-venv let `pip install .`
 # build the Python package (Debian's python3; a pyenv or other python3 on PATH brings its own).
@@ -74,12 +76,13 @@ fi
 # Python references used by tests: onnx reads what Ember writes; Hugging Face
 # tokenizers and jinja2 are the oracles for the tokenizer and chat templates;
 # onnxruntime-genai (with its onnxruntime) for greedy generation; OpenAI's own
-# client drives `ember serve`, and kubernetes-validate checks the Kubernetes
-# example against the API schemas it bundles.
-if ! python3 -c "import onnx, numpy, tokenizers, jinja2, onnxruntime_genai, openai, httpx, kubernetes_validate" \
+# client drives `ember serve`, kubernetes-validate checks the Kubernetes
+# example against the API schemas it bundles, and jsonschema validates
+# structured output.
+if ! python3 -c "import onnx, numpy, tokenizers, jinja2, onnxruntime_genai, openai, httpx, kubernetes_validate, jsonschema" \
     >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check onnx numpy tokenizers jinja2 onnxruntime-genai==0.18.0 \
-    openai==3.57.0 httpx==0.29.0 kubernetes-validate==1.37.0
+    openai==3.57.0 httpx==0.29.0 kubernetes-validate==1.37.0 jsonschema==4.26.0
 fi
 # The exporters users run, for the real-export tests (tools/real_exports.py):
 # onnxruntime-genai's model builder and Hugging Face optimum on torch, in their

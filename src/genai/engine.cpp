@@ -25,6 +25,7 @@ struct Engine::Sequence {
   Sequence(EngineRequest request, RequestId rid, const std::vector<int64_t>& eos_token_ids)
       : id(rid), params(std::move(request.params)), sampler(params.sampling), tokens(std::move(request.prompt)) {
     sampler.chain().prepend(std::make_unique<BanTokens>(eos_token_ids, params.min_new_tokens));
+    if (params.make_constraint) sampler.chain().prepend(params.make_constraint());
     result.stats.prompt_tokens = static_cast<int64_t>(tokens.size());
   }
   int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }

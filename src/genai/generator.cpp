@@ -279,6 +279,7 @@ Result<std::vector<GenerationResult>> Generator::generate_batch(std::span<const 
     sampling.seed += static_cast<uint64_t>(r);
     samplers.emplace_back(sampling);
     samplers.back().chain().prepend(std::make_unique<BanTokens>(config_.eos_token_ids, params.min_new_tokens));
+    if (params.make_constraint) samplers.back().chain().prepend(params.make_constraint());
     row_ = r;
     tokens_.clear();
     const auto start = Clock::now();
@@ -347,6 +348,7 @@ Result<GenerationResult> Generator::generate(std::span<const int64_t> prompt, co
   stats.reused_tokens = static_cast<int64_t>(tokens_.size());
   Sampler sampler(params.sampling);
   sampler.chain().prepend(std::make_unique<BanTokens>(config_.eos_token_ids, params.min_new_tokens));
+  if (params.make_constraint) sampler.chain().prepend(params.make_constraint());
   std::vector<int64_t> history(prompt.begin(), prompt.end());
   history.reserve(history.size() + static_cast<size_t>(std::max(params.max_new_tokens, 0)));
 

@@ -51,6 +51,10 @@ struct GenerationParams {
   // copied when top_logprobs < 0 or on_logprobs is empty.
   int top_logprobs = -1;
   std::function<void(const TokenLogprobs&)> on_logprobs;
+  // A constraint on the output (constraint.h's GrammarMask: JSON Schema,
+  // regex, grammar), made once per sequence and put first in its sampler
+  // chain, which tells it every chosen token. Empty: none.
+  std::function<std::unique_ptr<LogitsProcessor>()> make_constraint;
 };
 
 // An error naming top_logprobs when it exceeds kMaxTopLogprobs.

@@ -356,6 +356,21 @@ std::string Tokenizer::id_to_token(int32_t id) const {
 
 bool Tokenizer::is_special(int32_t id) const { return impl_->special_ids.contains(id); }
 
+std::string Tokenizer::token_bytes(int32_t id) const {
+  std::string bytes;
+  if (auto it = impl_->added_by_id.find(id); it != impl_->added_by_id.end()) {
+    bytes = impl_->added[it->second].content;
+    // decode() runs added tokens through the decoder too (Gemma's "▁▁"), special ones aside.
+    if (impl_->special_ids.contains(id)) return bytes;
+  } else if (const std::string* token = impl_->model->id_to_token(id)) {
+    bytes = *token;
+  } else {
+    return {};
+  }
+  if (impl_->decoder) token_bytes_chain(*impl_->decoder, bytes);
+  return bytes;
+}
+
 int32_t Tokenizer::vocab_size() const {
   int32_t size = impl_->model->vocab_size();
   for (const AddedToken& tok : impl_->added) size = std::max(size, tok.id + 1);

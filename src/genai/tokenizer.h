@@ -31,6 +31,10 @@ class Tokenizer {
   int32_t token_to_id(std::string_view token) const;  // -1 when absent
   std::string id_to_token(int32_t id) const;          // "" when absent
   bool is_special(int32_t id) const;
+  // The bytes `id` stands for in the middle of a text, exactly (a byte-level or
+  // <0xNN> token may be part of a UTF-8 character): what a grammar matcher
+  // needs. Added tokens give their content; "" for an id outside the vocabulary.
+  std::string token_bytes(int32_t id) const;
   int32_t vocab_size() const;  // one past the largest id (model and added tokens)
 
  private:

@@ -161,4 +161,37 @@ void decode_chain(const Decoder& d, std::vector<std::string>& tokens) {
   }
 }
 
+void token_bytes_chain(const Decoder& d, std::string& token) {
+  switch (d.kind) {
+    case Decoder::Kind::kByteLevel: {
+      std::string bytes;
+      for (size_t pos = 0; pos < token.size();) {
+        const int b = byte_level_byte(utf8_decode(token, pos));
+        if (b < 0) return;  // an added token's own text
+        bytes.push_back(static_cast<char>(b));
+        pos += utf8_char_length(token, pos);
+      }
+      token = std::move(bytes);
+      break;
+    }
+    case Decoder::Kind::kByteFallback:
+      if (token.size() == 6 && token.starts_with("<0x") && token[5] == '>' && hex_value(token[3]) >= 0 &&
+          hex_value(token[4]) >= 0) {
+        token.assign(1, static_cast<char>(hex_value(token[3]) * 16 + hex_value(token[4])));
+      }
+      break;
+    case Decoder::Kind::kMetaspace:
+      for (size_t pos = token.find(d.content); pos != std::string::npos; pos = token.find(d.content, pos + 1)) {
+        token.replace(pos, d.content.size(), " ");
+      }
+      break;
+    case Decoder::Kind::kReplace: replace_all(d.pattern, d.content, token); break;
+    case Decoder::Kind::kFuse:
+    case Decoder::Kind::kStrip: break;
+    case Decoder::Kind::kSequence:
+      for (const Decoder& child : d.children) token_bytes_chain(child, token);
+      break;
+  }
+}
+
 }  // namespace ember::genai::detail

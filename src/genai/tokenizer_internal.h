@@ -153,6 +153,10 @@ struct Decoder {
 };
 Result<Decoder> parse_decoder(const Json& j, const std::string& where);
 void decode_chain(const Decoder& d, std::vector<std::string>& tokens);
+// The bytes one token stands for in the middle of a text: decode_chain's per-token
+// steps (byte-level characters, <0xNN> byte tokens, the Metaspace / Replace space)
+// without its first-token rules or any UTF-8 repair.
+void token_bytes_chain(const Decoder& d, std::string& token);
 
 // ---- JSON helpers ----
 Result<std::string> json_string(const Json& j, const char* key, const std::string& where);

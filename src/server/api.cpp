@@ -50,6 +50,41 @@ Error string(const Json& body, const char* key, std::string& out) {
   return std::nullopt;
 }
 
+// OpenAI's response_format: {"type": "text"}, {"type": "json_object"} or
+// {"type": "json_schema", "json_schema": {"name", "description", "schema", "strict"}}.
+// The schema itself is checked when the server compiles it (constraint.h).
+Error parse_response_format(const Json& format, SamplingRequest& out) {
+  const char* param = "response_format";
+  const Json* type = format.is_object() ? field(format, "type") : nullptr;
+  if (!type || !type->is_string()) return bad_request("'response_format' must be an object with a 'type'", param);
+  out.response_format = type->get<std::string>();
+  if (out.response_format == "text" || out.response_format == "json_object") return std::nullopt;
+  if (out.response_format != "json_schema") {
+    return bad_request(fmt::format("response_format type '{}' is not supported; use 'text', 'json_object' or "
+                                   "'json_schema'",
+                                   out.response_format),
+                       param);
+  }
+  const Json* spec = field(format, "json_schema");
+  if (!spec || !spec->is_object()) {
+    return bad_request("response_format of type 'json_schema' needs a 'json_schema' object", param);
+  }
+  for (const char* key : {"name", "description"}) {
+    if (const Json* v = field(*spec, key); v && !v->is_string()) {
+      return bad_request(fmt::format("response_format.json_schema.{} must be a string", key), param);
+    }
+  }
+  if (const Json* strict = field(*spec, "strict"); strict && !strict->is_boolean()) {
+    return bad_request("response_format.json_schema.strict must be a boolean", param);
+  }
+  const Json* schema = field(*spec, "schema");
+  if (schema && !schema->is_object() && !schema->is_boolean()) {
+    return bad_request("response_format.json_schema.schema must be a JSON Schema (an object or a boolean)", param);
+  }
+  out.json_schema = schema ? schema->dump() : "{}";
+  return std::nullopt;
+}
+
 // The fields both endpoints share; `chat` selects the names that differ.
 Error parse_sampling(const Json& body, const ApiLimits& limits, bool chat, SamplingRequest& out) {
   if (!body.is_object()) return bad_request("the request body must be a JSON object");
@@ -107,14 +142,7 @@ Error parse_sampling(const Json& body, const ApiLimits& limits, bool chat, Sampl
   }
   if (Error e = string(body, "user", out.user)) return e;
   if (const Json* format = field(body, "response_format")) {
-    const Json* type = format->is_object() ? field(*format, "type") : nullptr;
-    if (!type || !type->is_string()) return bad_request("'response_format' must be an object with a 'type'", "response_format");
-    if (*type != "text") {
-      return bad_request(fmt::format("response_format type '{}' is not supported yet: this server has no structured "
-                                     "output; use 'text'",
-                                     type->get<std::string>()),
-                         "response_format");
-    }
+    if (Error e = parse_response_format(*format, out)) return e;
   }
   return std::nullopt;
 }

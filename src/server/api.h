@@ -36,6 +36,10 @@ struct SamplingRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string user;
+  // response_format's type: "text", "json_object" or "json_schema", and for
+  // json_schema its json_schema.schema as JSON text ("{}" when absent: any JSON).
+  std::string response_format = "text";
+  std::string json_schema;
 };
 
 struct ChatRequest : SamplingRequest {

@@ -15,7 +15,8 @@ listed at the end):
     chunk, the raw SSE ends with `data: [DONE]`), seeds (same seed, same text;
     different seeds, different texts), n=2, stop, max_tokens=1, logprobs with
     top_logprobs=3 (greedy: the chosen token is the top one), tools accepted,
-    response_format json_schema refused (400), concurrent requests give the
+    response_format json_schema / json_object constrained (the reply validates under
+    the schema; a bad schema is a 400), concurrent requests give the
     texts they give one at a time;
   - completions: text prompt, token-id prompt, echo, streaming; and the
     acceptance criterion: streamed text for prompt ids with a fixed seed and
@@ -59,6 +60,7 @@ import threading
 import time
 
 import httpx
+import jsonschema
 import openai
 
 import tokenizers
@@ -323,11 +325,32 @@ def check_tools(ctx):
         expect(c.finish_reason in ("stop", "length"), f"finish_reason {c.finish_reason!r}")
 
 
-def check_response_format_refused(ctx):
-    fmt = {"type": "json_schema", "json_schema": {"name": "answer", "schema": {
-        "type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}}}
-    expect_api_error(openai.BadRequestError, 400, lambda: ctx.chat(max_tokens=8, response_format=fmt),
-                     "response_format json_schema")
+def check_response_format(ctx):
+    """response_format json_schema and json_object constrain the reply (src/genai/constraint.h): a json_schema
+    reply that ends with "stop" parses and validates under the schema (PyPI jsonschema); a bad schema is a 400
+    naming response_format, before any token."""
+    schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 12},
+                                               "score": {"type": "integer", "minimum": 0, "maximum": 9}},
+              "required": ["answer", "score"], "additionalProperties": False}
+    fmt = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": True}}
+    for seed in (1, 2, 3):
+        c = ctx.chat(seed=seed, temperature=1.0, response_format=fmt).choices[0]
+        expect(c.finish_reason == "stop", f"response_format json_schema seed {seed}: finish_reason "
+                                          f"{c.finish_reason!r} (the document was cut): {c.message.content!r}")
+        doc = json.loads(c.message.content)
+        jsonschema.validate(doc, schema)
+    # Any JSON object: its keys are free strings, which a model may not close within the context.
+    c = ctx.chat(seed=4, temperature=1.0, response_format={"type": "json_object"}).choices[0]
+    expect(c.message.content.startswith("{"), f"response_format json_object: {c.message.content!r}")
+    if c.finish_reason == "stop":
+        expect(isinstance(json.loads(c.message.content), dict), f"json_object: {c.message.content!r}")
+    bad = {"type": "json_schema", "json_schema": {"name": "bad", "schema": {"type": "strnig"}}}
+    err = expect_api_error(openai.BadRequestError, 400, lambda: ctx.chat(max_tokens=8, response_format=bad),
+                           "response_format with an unknown type")
+    expect(err["param"] == "response_format" and "strnig" in err["message"], f"bad schema error: {err}")
+    expect_api_error(openai.BadRequestError, 400,
+                     lambda: ctx.chat(max_tokens=8, response_format={"type": "json_schema"}),
+                     "response_format json_schema without json_schema")
 
 
 def check_batched_equals_sequential(ctx):
@@ -772,7 +795,7 @@ def main():
         ctx.auth.wait_ready(60)
         cases = [check_loading, check_chat_shape, check_chat_cached_tokens, check_chat_stream, check_chat_stream_raw,
                  check_seeds, check_n2, check_stop, check_max_tokens_1, check_logprobs, check_tools,
-                 check_response_format_refused, check_batched_equals_sequential,
+                 check_response_format, check_batched_equals_sequential,
                  check_completion_text, check_completion_ids, check_completion_echo, check_completion_stream,
                  check_matches_ember_generate, check_listen_backlog, check_models, check_metrics, check_tokenize,
                  check_malformed_json, check_unknown_model, check_bad_temperature, check_prompt_too_long,

@@ -83,6 +83,22 @@ struct Refusal {
   const char* param;  // the field the error names ("" for none)
 };
 
+TEST(ServeApi, ResponseFormatIsRead) {
+  ChatRequest r;
+  ASSERT_FALSE(chat(R"({"messages": [{"role": "user", "content": "x"}]})", r));
+  EXPECT_EQ(r.response_format, "text");
+  ASSERT_FALSE(chat(R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", r));
+  EXPECT_EQ(r.response_format, "json_object");
+  ASSERT_FALSE(chat(R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+      "json_schema": {"name": "n", "strict": true, "schema": {"type": "object", "required": ["a"]}}}})", r));
+  EXPECT_EQ(r.response_format, "json_schema");
+  EXPECT_EQ(nlohmann::json::parse(r.json_schema), nlohmann::json::parse(R"({"type": "object", "required": ["a"]})"));
+  ChatRequest any;
+  ASSERT_FALSE(chat(R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+      "json_schema": {"name": "n"}}})", any));
+  EXPECT_EQ(any.json_schema, "{}");
+}
+
 TEST(ServeApi, ChatRefusalsNameTheField) {
   const Refusal cases[] = {
       {R"({"messages": []})", "messages"},
@@ -103,7 +119,11 @@ TEST(ServeApi, ChatRefusalsNameTheField) {
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})", "top_logprobs"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}})",
        "stream_options"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})",
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "xml"}})", "response_format"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema"}})",
+       "response_format"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+          "json_schema": {"name": "a", "schema": [1]}}})",
        "response_format"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", "tool_choice"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})", "tools[0]"},

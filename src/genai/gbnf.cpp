@@ -1,0 +1,357 @@
+#include "genai/gbnf.h"
+
+#include <cctype>
+#include <map>
+#include <set>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace ember::genai {
+namespace {
+
+void append_utf8(std::string& out, char32_t c) {
+  if (c < 0x80) {
+    out.push_back(static_cast<char>(c));
+  } else if (c < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else if (c < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  }
+}
+
+bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-'; }
+
+// A recursive-descent parse in llama.cpp's grammar-parser's shape, writing Lark as it goes.
+class GbnfParser {
+ public:
+  explicit GbnfParser(std::string_view src) : src_(src) {}
+
+  Result<std::string> translate() {
+    pos_ = 0;
+    EMBER_RETURN_IF_ERROR(skip_space(true));
+    while (pos_ < src_.size()) EMBER_RETURN_IF_ERROR(parse_rule());
+    if (!defined_.contains("root")) return error_at(0, "the grammar has no 'root' rule (the start symbol)");
+    for (const auto& [name, where] : used_) {
+      if (!defined_.contains(name)) return error_at(where, fmt::format("rule '{}' is used but never defined", name));
+    }
+    return "start: " + lark_name("root") + "\n" + out_;
+  }
+
+ private:
+  Status error_at(size_t pos, const std::string& what) const {
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < pos && i < src_.size(); ++i) {
+      if (src_[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    return invalid_argument("GBNF line {}, column {}: {}", line, column, what);
+  }
+  bool at(char c) const { return pos_ < src_.size() && src_[pos_] == c; }
+
+  // Spaces, tabs and # comments; newlines too when `newline_ok`.
+  Status skip_space(bool newline_ok) {
+    while (pos_ < src_.size()) {
+      const char c = src_[pos_];
+      if (c == ' ' || c == '\t') {
+        ++pos_;
+      } else if (c == '#') {
+        while (pos_ < src_.size() && src_[pos_] != '\n') ++pos_;
+      } else if (newline_ok && (c == '\n' || c == '\r')) {
+        ++pos_;
+      } else {
+        break;
+      }
+    }
+    return Status::ok();
+  }
+
+  std::string lark_name(const std::string& gbnf_name) {
+    if (auto it = names_.find(gbnf_name); it != names_.end()) return it->second;
+    std::string base = "g_";
+    for (char c : gbnf_name) base.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    std::string name = base;
+    for (int i = 2; taken_.contains(name); ++i) name = fmt::format("{}_{}", base, i);
+    taken_.insert(name);
+    names_[gbnf_name] = name;
+    return name;
+  }
+
+  Result<std::string> parse_name() {
+    const size_t begin = pos_;
+    while (pos_ < src_.size() && is_name_char(src_[pos_])) ++pos_;
+    if (pos_ == begin) return error_at(begin, "expecting a rule name");
+    return std::string(src_.substr(begin, pos_ - begin));
+  }
+
+  Result<char32_t> parse_hex(size_t digits) {
+    const size_t begin = pos_;
+    char32_t value = 0;
+    for (size_t i = 0; i < digits; ++i, ++pos_) {
+      if (pos_ >= src_.size() || !std::isxdigit(static_cast<unsigned char>(src_[pos_]))) {
+        return error_at(begin, fmt::format("expecting {} hex digits", digits));
+      }
+      const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(src_[pos_])));
+      value = value * 16 + static_cast<char32_t>(c <= '9' ? c - '0' : c - 'a' + 10);
+    }
+    if (value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) {
+      return error_at(begin, fmt::format("U+{:X} is not a Unicode scalar value", static_cast<uint32_t>(value)));
+    }
+    return value;
+  }
+
+  // One character of a literal or class: an escape or a UTF-8 sequence.
+  Result<char32_t> parse_char() {
+    if (pos_ >= src_.size()) return error_at(pos_, "unexpected end of input");
+    if (src_[pos_] == '\\') {
+      const size_t begin = pos_;
+      if (++pos_ >= src_.size()) return error_at(begin, "unexpected end of input after '\\'");
+      const char e = src_[pos_++];
+      switch (e) {
+        case 'x': return parse_hex(2);
+        case 'u': return parse_hex(4);
+        case 'U': return parse_hex(8);
+        case 't': return U'\t';
+        case 'r': return U'\r';
+        case 'n': return U'\n';
+        case '\\': case '"': case '[': case ']': return static_cast<char32_t>(e);
+        default: return error_at(begin, fmt::format("unknown escape '\\{}'", e));
+      }
+    }
+    const auto lead = static_cast<unsigned char>(src_[pos_]);
+    const size_t len = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+    if (len == 0 || pos_ + len > src_.size()) return error_at(pos_, "invalid UTF-8");
+    char32_t c = len == 1 ? lead : lead & (0x7F >> len);
+    for (size_t i = 1; i < len; ++i) {
+      const auto b = static_cast<unsigned char>(src_[pos_ + i]);
+      if ((b & 0xC0) != 0x80) return error_at(pos_, "invalid UTF-8");
+      c = (c << 6) | (b & 0x3F);
+    }
+    pos_ += len;
+    return c;
+  }
+
+  static std::string regex_char(char32_t c) { return fmt::format("\\x{{{:X}}}", static_cast<uint32_t>(c)); }
+
+  Status parse_rule() {
+    const size_t begin = pos_;
+    EMBER_ASSIGN_OR_RETURN(std::string name, parse_name());
+    EMBER_RETURN_IF_ERROR(skip_space(false));
+    if (src_.substr(pos_, 3) != "::=") return error_at(pos_, fmt::format("expecting '::=' after rule name '{}'", name));
+    if (defined_.contains(name)) return error_at(begin, fmt::format("rule '{}' is defined twice", name));
+    defined_.insert(name);
+    pos_ += 3;
+    EMBER_RETURN_IF_ERROR(skip_space(true));
+    EMBER_ASSIGN_OR_RETURN(std::string body, parse_alternates(false));
+    if (body.empty()) return error_at(begin, fmt::format("rule '{}' matches only the empty string", name));
+    out_ += lark_name(name) + ": " + body + "\n";
+    if (at('\r')) ++pos_;
+    if (at('\n')) {
+      ++pos_;
+    } else if (pos_ < src_.size()) {
+      return error_at(pos_, fmt::format("expecting a newline or the end after rule '{}', found '{}'", name, src_[pos_]));
+    }
+    return skip_space(true);
+  }
+
+  // Lark has no empty alternative: "a ::= | x" becomes "(x)?".
+  Result<std::string> parse_alternates(bool nested) {
+    std::vector<std::string> alternatives;
+    bool optional = false;
+    while (true) {
+      EMBER_ASSIGN_OR_RETURN(std::string seq, parse_sequence(nested));
+      if (seq.empty()) {
+        optional = true;
+      } else {
+        alternatives.push_back(std::move(seq));
+      }
+      if (!at('|')) break;
+      ++pos_;
+      EMBER_RETURN_IF_ERROR(skip_space(true));
+    }
+    std::string joined;
+    for (size_t i = 0; i < alternatives.size(); ++i) joined += (i ? " | " : "") + alternatives[i];
+    if (!optional || joined.empty()) return joined;
+    joined.insert(joined.begin(), '(');
+    joined += ")?";
+    return joined;
+  }
+
+  // One alternative's elements; "" when it has none.
+  Result<std::string> parse_sequence(bool nested) {
+    std::string out;
+    bool last_repeatable = false;  // an element a postfix operator may follow
+    while (pos_ < src_.size()) {
+      const size_t begin = pos_;
+      const char c = src_[pos_];
+      if (c == '"') {
+        ++pos_;
+        std::string text;
+        while (pos_ < src_.size() && src_[pos_] != '"') {
+          if (src_[pos_] == '\n') return error_at(begin, "unterminated string literal");
+          EMBER_ASSIGN_OR_RETURN(char32_t ch, parse_char());
+          append_utf8(text, ch);
+        }
+        if (!at('"')) return error_at(begin, "unterminated string literal");
+        ++pos_;
+        // An empty literal matches nothing: Lark has no empty string, an empty group does the same.
+        if (text.empty()) {  // matches the empty string: nothing to add
+          EMBER_RETURN_IF_ERROR(skip_space(nested));
+          continue;
+        }
+        out += nlohmann::json(text).dump();
+      } else if (c == '[') {
+        ++pos_;
+        std::string cls = "/[";
+        if (at('^')) {
+          ++pos_;
+          cls += "^";
+        }
+        bool any = false;
+        while (pos_ < src_.size() && src_[pos_] != ']') {
+          EMBER_ASSIGN_OR_RETURN(char32_t lo, parse_char());
+          cls += regex_char(lo);
+          if (at('-') && pos_ + 1 < src_.size() && src_[pos_ + 1] != ']') {
+            ++pos_;
+            EMBER_ASSIGN_OR_RETURN(char32_t hi, parse_char());
+            if (hi < lo) return error_at(begin, "character range is out of order");
+            cls.push_back('-');
+            cls += regex_char(hi);
+          }
+          any = true;
+        }
+        if (!at(']')) return error_at(begin, "unterminated character class");
+        if (!any) return error_at(begin, "empty character class");
+        ++pos_;
+        out += cls + "]/";
+      } else if (is_name_char(c)) {
+        EMBER_ASSIGN_OR_RETURN(std::string name, parse_name());
+        if (!used_.contains(name)) used_[name] = begin;
+        out += lark_name(name);
+      } else if (c == '(') {
+        ++pos_;
+        EMBER_RETURN_IF_ERROR(skip_space(true));
+        EMBER_ASSIGN_OR_RETURN(std::string group, parse_alternates(true));
+        if (!at(')')) return error_at(begin, "expecting ')' to close this group");
+        ++pos_;
+        if (group.empty()) {  // "()" matches the empty string
+          EMBER_RETURN_IF_ERROR(skip_space(nested));
+          continue;
+        }
+        out.push_back('(');
+        out += group;
+        out.push_back(')');
+      } else if (c == '.') {
+        ++pos_;
+        out += "/(?s:.)/";
+      } else if (c == '*' || c == '+' || c == '?') {
+        if (!last_repeatable) return error_at(begin, fmt::format("'{}' must follow an element", c));
+        ++pos_;
+        if (!out.empty() && out.back() == ' ') out.pop_back();
+        out.push_back(c);
+        out.push_back(' ');
+        last_repeatable = false;
+        EMBER_RETURN_IF_ERROR(skip_space(nested));
+        continue;
+      } else if (c == '{') {
+        if (!last_repeatable) return error_at(begin, "'{' must follow an element");
+        EMBER_RETURN_IF_ERROR(parse_repetition(out));
+        last_repeatable = false;
+        EMBER_RETURN_IF_ERROR(skip_space(nested));
+        continue;
+      } else if (c == '<' || c == '!') {
+        return error_at(begin, "token references (<[id]>, <|name|>, !) are not supported; write the text instead");
+      } else {
+        break;
+      }
+      out += " ";
+      last_repeatable = true;
+      EMBER_RETURN_IF_ERROR(skip_space(nested));
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+  }
+
+  Result<int> parse_count() {
+    const size_t begin = pos_;
+    int value = 0;
+    while (pos_ < src_.size() && std::isdigit(static_cast<unsigned char>(src_[pos_]))) {
+      value = value * 10 + (src_[pos_++] - '0');
+      if (value > 100000) return error_at(begin, "repetition count is too large");
+    }
+    if (pos_ == begin) return error_at(begin, "expecting a number");
+    return value;
+  }
+
+  Status parse_repetition(std::string& out) {
+    const size_t begin = pos_;
+    ++pos_;  // '{'
+    EMBER_RETURN_IF_ERROR(skip_space(false));
+    EMBER_ASSIGN_OR_RETURN(int min, parse_count());
+    EMBER_RETURN_IF_ERROR(skip_space(false));
+    int max = min;
+    bool unbounded = false;
+    if (at(',')) {
+      ++pos_;
+      EMBER_RETURN_IF_ERROR(skip_space(false));
+      if (at('}')) {
+        unbounded = true;
+      } else {
+        EMBER_ASSIGN_OR_RETURN(max, parse_count());
+        EMBER_RETURN_IF_ERROR(skip_space(false));
+      }
+    }
+    if (!at('}')) return error_at(begin, "expecting '}' to close the repetition");
+    ++pos_;
+    if (!unbounded && max < min) return error_at(begin, "repetition maximum is below its minimum");
+    if (!unbounded && max == 0) return error_at(begin, "repetition {0} matches nothing; remove the element");
+    // Lark's {m,n} follows the element, which `out` ends with (and a space).
+    if (!out.empty() && out.back() == ' ') out.pop_back();
+    out += unbounded ? fmt::format("{{{},}} ", min) : fmt::format("{{{},{}}} ", min, max);
+    return Status::ok();
+  }
+
+  std::string_view src_;
+  size_t pos_ = 0;
+  std::string out_;
+  std::set<std::string> defined_;
+  std::map<std::string, size_t> used_;  // first use
+  std::map<std::string, std::string> names_;
+  std::set<std::string> taken_;
+};
+
+}  // namespace
+
+Result<std::string> gbnf_to_lark(std::string_view gbnf) { return GbnfParser(gbnf).translate(); }
+
+bool looks_like_gbnf(std::string_view grammar) {
+  size_t pos = 0;
+  while (pos < grammar.size()) {
+    size_t end = grammar.find('\n', pos);
+    if (end == std::string_view::npos) end = grammar.size();
+    std::string_view line = grammar.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos || line[first] == '#' || line.substr(first, 2) == "//") continue;
+    size_t name_end = first;
+    while (name_end < line.size() && is_name_char(line[name_end])) ++name_end;
+    const size_t op = line.find_first_not_of(" \t", name_end);
+    return name_end > first && op != std::string_view::npos && line.substr(op, 3) == "::=";
+  }
+  return false;
+}
+
+}  // namespace ember::genai
