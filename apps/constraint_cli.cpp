@@ -115,9 +115,16 @@ nlohmann::json ConstrainedRun::report() const {
   if (!constraint_) return nullptr;
   const bool complete = mask_ && mask_->complete();
   const std::string error = mask_ ? mask_->error() : std::string("no sequence was generated");
-  return {{"type", genai::constraint_kind_name(constraint_->spec().kind)},
-          {"complete", complete},
-          {"error", error.empty() ? nlohmann::json(nullptr) : nlohmann::json(error)}};
+  nlohmann::json out = {{"type", genai::constraint_kind_name(constraint_->spec().kind)},
+                        {"complete", complete},
+                        {"error", error.empty() ? nlohmann::json(nullptr) : nlohmann::json(error)}};
+  if (mask_) {
+    // Mask cost per step: computing it (worker or inline) and the sampler's wait plus masking pass.
+    out["masks"] = mask_->masks_computed();
+    out["mask_ms_mean"] = mask_->masks_computed() ? 1e3 * mask_->mask_seconds() / mask_->masks_computed() : 0.0;
+    out["apply_ms_mean"] = mask_->applied() ? 1e3 * mask_->apply_seconds() / mask_->applied() : 0.0;
+  }
+  return out;
 }
 
 void ConstrainedRun::warn_if_incomplete(const char* command, const genai::GenerationResult& result) const {

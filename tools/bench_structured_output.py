@@ -69,12 +69,15 @@ def main():
         variants.append((f"C_{name}_inline", ["--json-schema", files[name]], inline_env))
     variants.append(("B", [], None))
     rows = {name: [] for name, _, _ in variants}
+    costs = {name: [] for name, _, _ in variants}
     for r in range(args.rounds):
         order = variants if r % 2 == 0 else variants[::-1]
         line = []
         for name, extra, env in order:
             tps, n, c = run(args.ember, args.model, args, extra, env)
             rows[name].append(tps)
+            if c:
+                costs[name].append((c["mask_ms_mean"], c["apply_ms_mean"]))
             line.append(f"{name} {tps:.2f} tok/s ({n} tok{'' if c is None else ', complete' if c['complete'] else ''})")
         print(f"round {r + 1}: " + "; ".join(line), flush=True)
     a = rows["A"]
@@ -83,6 +86,10 @@ def main():
         ratios = [x / y for x, y in zip(rows[name], a)]
         print(f"  {name:28s} {summary(ratios)}   tok/s {summary(rows[name])}")
     print(f"  {'A':28s} tok/s {summary(a)}")
+    print("\nper token, mean over each run: mask computation (worker or inline) and apply() on the sampler's path:")
+    for name, _, _ in variants[1:-1]:
+        print(f"  {name:28s} mask ms {summary([m for m, _ in costs[name]])}   "
+              f"apply ms {summary([x for _, x in costs[name]])}")
 
 
 if __name__ == "__main__":

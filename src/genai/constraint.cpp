@@ -281,6 +281,13 @@ void GrammarMask::fail(std::string message) {
 }
 
 void GrammarMask::apply(SamplingStep& step) {
+  const auto start = std::chrono::steady_clock::now();
+  mask_logits(step);
+  ++applied_;
+  apply_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void GrammarMask::mask_logits(SamplingStep& step) {
   wait_mask();
   bool stale, failed;
   {

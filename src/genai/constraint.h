@@ -125,14 +125,19 @@ class GrammarMask final : public LogitsProcessor {
   bool complete();
   // Why the matcher failed; empty while it has not.
   std::string error();
-  // Masks computed and the time spent computing them (on whichever thread).
+  // Masks computed and the time spent computing them (on whichever thread),
+  // and the time apply() took: the mask's cost on the decode loop's path
+  // (waiting for the worker, or computing inline, then masking the logits).
   int64_t masks_computed() const { return masks_; }
   double mask_seconds() const { return mask_seconds_; }
+  int64_t applied() const { return applied_; }
+  double apply_seconds() const { return apply_seconds_; }
 
   // The mask worker's side.
   void compute_mask();
 
  private:
+  void mask_logits(SamplingStep& step);
   void start_mask();
   void wait_mask();
   void fail(std::string message);
@@ -149,6 +154,8 @@ class GrammarMask final : public LogitsProcessor {
   std::string error_;
   int64_t masks_ = 0;
   double mask_seconds_ = 0;
+  int64_t applied_ = 0;
+  double apply_seconds_ = 0;
 };
 
 }  // namespace ember::genai

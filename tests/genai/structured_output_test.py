@@ -319,6 +319,10 @@ def test_bad_input(ember, work):
         (["--regex", "a", "--json-object"], r"excludes"),
     ]
     failures = []
+    help_text = run([ember, "generate", "--help"]).stdout
+    for flag in ("--json-schema", "--json-object", "--regex", "--grammar", "--grammar-syntax"):
+        if not re.search(re.escape(flag) + r"\b[^\n]*\S", help_text):
+            failures.append(f"generate --help does not describe {flag}")
     for extra, pattern in cases:
         p = run([ember, "generate", model, "--prompt", "hi", "--max-new-tokens", "4"] + extra)
         msg = p.stderr.strip()

@@ -334,13 +334,13 @@ def check_response_format(ctx):
               "required": ["answer", "score"], "additionalProperties": False}
     fmt = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": True}}
     for seed in (1, 2, 3):
-        c = ctx.chat(seed=seed, temperature=1.0, response_format=fmt).choices[0]
+        c = ctx.chat(seed=seed, temperature=1.0, max_tokens=min(200, ctx.context // 2), response_format=fmt).choices[0]
         expect(c.finish_reason == "stop", f"response_format json_schema seed {seed}: finish_reason "
                                           f"{c.finish_reason!r} (the document was cut): {c.message.content!r}")
         doc = json.loads(c.message.content)
         jsonschema.validate(doc, schema)
     # Any JSON object: its keys are free strings, which a model may not close within the context.
-    c = ctx.chat(seed=4, temperature=1.0, response_format={"type": "json_object"}).choices[0]
+    c = ctx.chat(seed=4, temperature=1.0, max_tokens=48, response_format={"type": "json_object"}).choices[0]
     expect(c.message.content.startswith("{"), f"response_format json_object: {c.message.content!r}")
     if c.finish_reason == "stop":
         expect(isinstance(json.loads(c.message.content), dict), f"json_object: {c.message.content!r}")

@@ -268,7 +268,7 @@ TEST(Constraint, BadConstraintsAreRefusedWithWhere) {
 TEST(Gbnf, TranslatesToLark) {
   const std::string gbnf = R"(# comment
 root ::= "{" ws pair ("," ws pair)* "}"   # trailing comment
-pair ::= Key ":" ws ( [0-9]+ | "null" ) ws
+pair ::= Key ":" ws ( "-"? [0-9]+ | "null" ) ws
 Key  ::= "\"" [^"\\\x00-\x1F]{1,8} "\""
 ws   ::= | " " | "\n" [ \t]{0,4}
 )";
@@ -277,7 +277,7 @@ ws   ::= | " " | "\n" [ \t]{0,4}
   EXPECT_EQ(*lark,
             "start: g_root\n"
             "g_root: \"{\" g_ws g_pair (\",\" g_ws g_pair)* \"}\"\n"
-            "g_pair: g_key \":\" g_ws (/[\\x{30}-\\x{39}]/+ | \"null\") g_ws\n"
+            "g_pair: g_key \":\" g_ws (\"-\"? /[\\x{30}-\\x{39}]/+ | \"null\") g_ws\n"
             "g_key: \"\\\"\" /[^\\x{22}\\x{5C}\\x{0}-\\x{1F}]/{1,8} \"\\\"\"\n"
             "g_ws: (\" \" | \"\\n\" /[\\x{20}\\x{9}]/{0,4})?\n");
   EXPECT_TRUE(looks_like_gbnf(gbnf));
@@ -286,11 +286,11 @@ ws   ::= | " " | "\n" [ \t]{0,4}
 
 TEST(Gbnf, WalksStayInTheGrammar) {
   const std::string gbnf = R"(root ::= item ("," item){0,3}
-item ::= [a-c]{1,3} "=" ( "yes" | "no" | [0-9] )
+item ::= [a-c]{1,3} "=" "-"? ( "yes" | "no" | [0-9] )
 )";
   auto c = compile(ConstraintKind::kGbnf, gbnf);
   ASSERT_TRUE(c);
-  const std::regex re("[a-c]{1,3}=(yes|no|[0-9])(,[a-c]{1,3}=(yes|no|[0-9])){0,3}");
+  const std::regex re("[a-c]{1,3}=-?(yes|no|[0-9])(,[a-c]{1,3}=-?(yes|no|[0-9])){0,3}");
   for (uint64_t seed = 0; seed < 10; ++seed) {
     const Walk w = random_walk(*c, seed, 80);
     EXPECT_TRUE(w.ended_with_eos && w.complete) << w.text << " " << w.error;
