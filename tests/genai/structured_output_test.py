@@ -3,7 +3,7 @@
 --json-object, --regex and GBNF / Lark grammars, every output checked by an
 independent validator, and every bad constraint refused before a token.
 
-usage: structured_output_test.py EMBER WORK_DIR [--seeds 5] [--only validity,bad_input,...]
+usage: structured_output_test.py EMBER WORK_DIR [--seeds 5] [--only validity,bad_input,...] [--runner CMD]
 
 - validity: each of the 50 schemas of tests/genai/json_schemas.json x 5 seeds,
   sampled (temperature 1, the whole vocabulary) on a random-weight qwen2
@@ -39,8 +39,11 @@ SCHEMAS = os.path.join(ROOT, "tests", "genai", "json_schemas.json")
 PROMPT = "Reply in JSON:"
 
 
+RUNNER = []  # --runner: e.g. qemu-x86_64 -cpu Nehalem, in front of every ember command
+
+
 def run(cmd, timeout=300):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(RUNNER + cmd, capture_output=True, text=True, timeout=timeout)
 
 
 def make_fixture(work):
@@ -94,7 +97,7 @@ def generate(ember, model, extra, seed=None, max_new_tokens=1500, prompt=PROMPT)
     cmd = [ember, "generate", model, "--prompt", prompt, "--max-new-tokens", str(max_new_tokens), "--json"] + extra
     if seed is not None:
         cmd += ["--temperature", "1", "--top-k", "0", "--seed", str(seed)]  # the fixture's config says top_k 1
-    p = run(cmd)
+    p = run(cmd, timeout=600)
     if p.returncode != 0:
         return None, f"exit {p.returncode}: {p.stderr.strip()}"
     return json.loads(p.stdout), None
@@ -345,7 +348,9 @@ def main():
     ap.add_argument("work")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--only", default="bad_input,grammars,incomplete,default_model,validity")
+    ap.add_argument("--runner", default="", help="a command in front of ember, e.g. 'qemu-x86_64 -cpu Nehalem'")
     args = ap.parse_args()
+    RUNNER[:] = args.runner.split()
     os.makedirs(args.work, exist_ok=True)
     failures = []
     for name in args.only.split(","):
