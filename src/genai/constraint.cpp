@@ -125,6 +125,62 @@ std::string trim_message(std::string message, size_t max_lines = 12) {
   return message;
 }
 
+// The subschemas of `node` (a schema object) with their JSON Pointer steps.
+std::vector<std::pair<std::string, const nlohmann::json*>> subschemas(const nlohmann::json& node) {
+  std::vector<std::pair<std::string, const nlohmann::json*>> out;
+  auto pointer_step = [](const std::string& key) {
+    std::string step;
+    for (char c : key) step += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
+    return step;
+  };
+  for (const char* key : {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}) {
+    if (auto it = node.find(key); it != node.end() && it->is_object()) {
+      for (const auto& [name, sub] : it->items()) out.emplace_back(std::string(key) + "/" + pointer_step(name), &sub);
+    }
+  }
+  for (const char* key : {"anyOf", "allOf", "oneOf", "prefixItems", "items"}) {
+    if (auto it = node.find(key); it != node.end() && it->is_array()) {
+      for (size_t i = 0; i < it->size(); ++i) out.emplace_back(fmt::format("{}/{}", key, i), &(*it)[i]);
+    }
+  }
+  for (const char* key : {"items", "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains",
+                          "propertyNames", "unevaluatedItems", "unevaluatedProperties"}) {
+    if (auto it = node.find(key); it != node.end() && it->is_object()) out.emplace_back(key, &*it);
+  }
+  return out;
+}
+
+// Where in `root` llguidance's refusal comes from: the JSON Pointer of the
+// deepest subschema that llguidance also refuses on its own (with the root's
+// definitions, so references still resolve). llguidance's messages name the
+// problem ("Invalid type: strnig") but not its place.
+std::string locate_schema_error(const LlgConstraintInit& init, const nlohmann::json& root) {
+  auto refused = [&](const nlohmann::json& sub) {
+    nlohmann::json alone = sub;
+    for (const char* key : {"$defs", "definitions"}) {
+      if (root.contains(key) && !alone.contains(key)) alone[key] = root[key];
+    }
+    alone["x-guidance"] = root.value("x-guidance", nlohmann::json::object());
+    char message[256];
+    return llg_validate_grammar(&init, "json_schema", alone.dump().c_str(), message, sizeof(message)) < 0;
+  };
+  std::string path = "#";
+  const nlohmann::json* node = &root;
+  for (int depth = 0; depth < 64; ++depth) {
+    const nlohmann::json* next = nullptr;
+    for (const auto& [step, sub] : subschemas(*node)) {
+      if (sub->is_object() && refused(*sub)) {
+        path += "/" + step;
+        next = sub;
+        break;
+      }
+    }
+    if (!next) break;
+    node = next;
+  }
+  return path;
+}
+
 }  // namespace
 
 const char* constraint_kind_name(ConstraintKind kind) {
@@ -214,7 +270,12 @@ Result<std::shared_ptr<const Constraint>> Constraint::compile(std::shared_ptr<co
   if (const char* error = llg_matcher_get_error(matcher)) {
     std::string message = trim_message(error);
     llg_free_matcher(matcher);
-    return invalid_argument("{}: invalid {}: {}", spec.origin, constraint_kind_name(spec.kind), message);
+    std::string where;
+    if (spec.kind == ConstraintKind::kJsonSchema) {
+      const nlohmann::json schema = nlohmann::json::parse(grammar.second, nullptr, false);
+      if (schema.is_object()) where = " at " + locate_schema_error(init, schema);
+    }
+    return invalid_argument("{}: invalid {}{}: {}", spec.origin, constraint_kind_name(spec.kind), where, message);
   }
   std::shared_ptr<Constraint> c(new Constraint());
   c->vocabulary_ = std::move(vocabulary);

@@ -307,7 +307,8 @@ def test_bad_input(ember, work):
     w = lambda n: os.path.join(work, n)
     cases = [
         (["--json-schema", w("syntax.json")], r"line 2, column \d+"),
-        (["--json-schema", w("badtype.json")], r"strnig"),
+        (["--json-schema", w("badtype.json")], r"at #/properties/a: .*strnig"),
+        (["--grammar", w("noroot.gbnf"), "--grammar-syntax", "xml"], r"xml"),
         (["--json-schema", w("badmin.json")], r"(?i)minItems|maxItems|unsatisfiable"),
         (["--json-schema", w("notschema.json")], r"must be an object or a boolean"),
         (["--regex", "([a-z]+"], r"(?i)regex"),

@@ -245,6 +245,10 @@ TEST(Constraint, BadConstraintsAreRefusedWithWhere) {
   const std::vector<Case> cases = {
       {ConstraintKind::kJsonSchema, "{\"type\": \"object\",\n \"properties\": {,}}", "line 2, column"},
       {ConstraintKind::kJsonSchema, "{\"type\": \"strnig\"}", "strnig"},
+      {ConstraintKind::kJsonSchema,
+       R"({"type": "object", "properties": {"a/b": {"type": "array", "items": {"anyOf": [{"type": "integer"},
+           {"type": "strnig"}]}}}})",
+       "invalid json_schema at #/properties/a~1b/items/anyOf/1: Invalid type: strnig"},
       {ConstraintKind::kJsonSchema, "{\"type\": \"integer\", \"minimum\": 5, \"maximum\": 1}", "test: invalid json_schema"},
       {ConstraintKind::kJsonSchema, "42", "must be an object or a boolean"},
       {ConstraintKind::kRegex, "([a-z]", "test: invalid regex"},
