@@ -198,11 +198,16 @@ const char* constraint_kind_name(ConstraintKind kind) {
 
 size_t ConstraintVocabulary::tokenize(const void* user, const uint8_t* bytes, size_t n, uint32_t* out,
                                       size_t out_len) {
-  const auto* self = static_cast<const ConstraintVocabulary*>(user);
-  const std::vector<int32_t> ids =
-      self->tokenizer_.encode(std::string_view(reinterpret_cast<const char*>(bytes), n), /*add_special=*/false);
-  for (size_t i = 0; i < ids.size() && i < out_len; ++i) out[i] = static_cast<uint32_t>(ids[i]);
-  return ids.size();
+  // Called from Rust: no exception may cross into it (none is expected from encode()).
+  try {
+    const auto* self = static_cast<const ConstraintVocabulary*>(user);
+    const std::vector<int32_t> ids =
+        self->tokenizer_.encode(std::string_view(reinterpret_cast<const char*>(bytes), n), /*add_special=*/false);
+    for (size_t i = 0; i < ids.size() && i < out_len; ++i) out[i] = static_cast<uint32_t>(ids[i]);
+    return ids.size();
+  } catch (...) {
+    return 0;
+  }
 }
 
 Result<std::shared_ptr<const ConstraintVocabulary>> ConstraintVocabulary::create(const Tokenizer& tokenizer,
