@@ -333,9 +333,14 @@ def check_response_format(ctx):
                                                "score": {"type": "integer", "minimum": 0, "maximum": 9}},
               "required": ["answer", "score"], "additionalProperties": False}
     fmt = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": True}}
-    for seed in (1, 2, 3):
-        c = ctx.chat(seed=seed, temperature=1.0, max_tokens=min(200, ctx.context // 2), response_format=fmt).choices[0]
-        expect(c.finish_reason == "stop", f"response_format json_schema seed {seed}: finish_reason "
+    choices = []
+    for seed in (1, 2):
+        choices += ctx.chat(seed=seed, temperature=1.0, max_tokens=min(200, ctx.context // 2),
+                            response_format=fmt).choices
+    # n choices: each its own matcher.
+    choices += ctx.chat(seed=3, n=2, temperature=1.0, max_tokens=min(200, ctx.context // 2), response_format=fmt).choices
+    for i, c in enumerate(choices):
+        expect(c.finish_reason == "stop", f"response_format json_schema reply {i}: finish_reason "
                                           f"{c.finish_reason!r} (the document was cut): {c.message.content!r}")
         doc = json.loads(c.message.content)
         jsonschema.validate(doc, schema)
