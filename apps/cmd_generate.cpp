@@ -1,11 +1,14 @@
 // `ember generate MODEL_DIR (--prompt TEXT | --prompt-ids 1,2,3) [--max-new-tokens N] [--greedy |
 // --temperature T --top-k K --top-p P --min-p P --seed S] [--repetition-penalty R]
 // [--presence-penalty P] [--frequency-penalty F] [--stop TEXT]...
-// [--threads N] [--max-context N] [--json]` (DESIGN.md): encodes the prompt with
+// [--threads N] [--max-context N] [--json [--logprobs N]] [--prompt-lookup | --draft-model DIR]
+// [--draft-tokens K] [--lookup-ngram N]` (DESIGN.md): encodes the prompt with
 // the folder's tokenizer.json (special tokens added as Hugging Face's encode
 // does by default) or takes the token ids as given, generates with the engine, and streams the text as it comes
 // (never a broken UTF-8 character, never any part of a stop string); with --json
 // prints one object with the prompt tokens, generated ids, text and timings instead.
+// Speculative decoding (genai/speculative.h) proposes tokens by prompt lookup
+// or with a smaller draft model; the output is the same tokens.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -14,6 +17,7 @@
 
 #include "commands.h"
 #include "constraint_cli.h"
+#include "genai/speculative.h"
 #include "genai/tokenizer.h"
 #include "genai_cli.h"
 
@@ -31,8 +35,18 @@ struct GenerateArgs {
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
   bool json = false;
+  std::optional<int> logprobs;
+  bool prompt_lookup = false;
+  std::string draft_model;
+  int draft_tokens = 0;  // 0: the method's default
+  int lookup_ngram = 3;
   ConstraintArgs constraint;
 };
+
+// Draft tokens per model run when --draft-tokens is not given (see
+// docs/benchmarks/2026-12-03-speculative.md).
+constexpr int kDefaultLookupTokens = 8;
+constexpr int kDefaultDraftModelTokens = 4;
 
 int fail(const Status& s) {
   fmt::print(stderr, "ember generate: {}\n", s.to_string());
@@ -52,8 +66,15 @@ void apply_sampling_flags(const GenerateArgs& a, genai::SamplingParams& s) {
   if (a.frequency_penalty) s.frequency_penalty = *a.frequency_penalty;
 }
 
+nlohmann::json logprobs_json(const genai::TokenLogprobs& lp) {
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& [token, logprob] : lp.top) top.push_back({{"token", token}, {"logprob", logprob}});
+  return {{"token", lp.token}, {"logprob", lp.logprob}, {"top", std::move(top)}};
+}
+
 int run_generate(const GenerateArgs& a) {
   if (Status s = genai::validate_stop_strings(a.stop); !s.is_ok()) return fail(s);
+  if (a.logprobs && !a.json) return fail(invalid_argument("--logprobs needs --json, where they are printed"));
   auto tokenizer = genai::Tokenizer::from_file(a.model.model_dir + "/tokenizer.json");
   if (!tokenizer.is_ok()) return fail(tokenizer.status());
   auto constraint = load_constraint(a.constraint, a.model, *tokenizer);
@@ -70,6 +91,30 @@ int run_generate(const GenerateArgs& a) {
                                                              static_cast<int64_t>(prompt.size()));
   if (a.max_new_tokens) params.max_new_tokens = *a.max_new_tokens;
   apply_sampling_flags(a, params.sampling);
+
+  std::unique_ptr<genai::Generator> draft;
+  std::unique_ptr<genai::Drafter> drafter;
+  if (a.prompt_lookup) {
+    drafter = std::make_unique<genai::PromptLookupDrafter>(1, a.lookup_ngram);
+    params.num_draft_tokens = a.draft_tokens > 0 ? a.draft_tokens : kDefaultLookupTokens;
+  } else if (!a.draft_model.empty()) {
+    ModelArgs draft_args = a.model;
+    draft_args.model_dir = a.draft_model;
+    draft_args.onnx.clear();
+    auto loaded = load_generator(draft_args, static_cast<int>((*generator)->max_length()));
+    if (!loaded.is_ok()) return fail(loaded.status().with_context("--draft-model: "));
+    draft = std::move(*loaded);
+    if (Status s = genai::check_draft_model(**generator, *draft); !s.is_ok()) return fail(s);
+    drafter = std::make_unique<genai::DraftModelDrafter>(*draft);
+    params.num_draft_tokens = a.draft_tokens > 0 ? a.draft_tokens : kDefaultDraftModelTokens;
+  }
+  params.drafter = drafter.get();
+
+  nlohmann::json logprobs = nlohmann::json::array();
+  if (a.logprobs) {
+    params.top_logprobs = *a.logprobs;
+    params.on_logprobs = [&logprobs](const genai::TokenLogprobs& lp) { logprobs.push_back(logprobs_json(lp)); };
+  }
 
   ConstrainedRun constrained(*constraint, params);
   genai::TextStream stream(*tokenizer, a.stop);
@@ -96,7 +141,17 @@ int run_generate(const GenerateArgs& a) {
        {{"time_to_first_token_s", st.first_token_s},
         {"prefill_tokens_per_s", st.prefill_tokens_per_s()},
         {"decode_tokens_per_s", st.decode_tokens_per_s()}}}};
+  if (a.logprobs) out["logprobs"] = std::move(logprobs);
   if (constrained.active()) out["constraint"] = constrained.report();
+  if (drafter) {
+    out["speculation"] = {
+        {"method", a.prompt_lookup ? "prompt_lookup" : "draft_model"},
+        {"draft_tokens", params.num_draft_tokens},
+        {"model_runs", st.decode_runs},
+        {"drafted", st.drafted_tokens},
+        {"accepted", st.accepted_drafts},
+        {"acceptance_rate", st.drafted_tokens > 0 ? static_cast<double>(st.accepted_drafts) / st.drafted_tokens : 0.0}};
+  }
   fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   return 0;
 }
@@ -129,6 +184,24 @@ Command add_generate(CLI::App& app) {
   app.add_option("--frequency-penalty", a->frequency_penalty, "Subtract this per earlier occurrence of a token");
   app.add_option("--stop", a->stop, "Stop before this text (repeatable); it is not printed");
   app.add_flag("--json", a->json, "Print one JSON object (prompt tokens, generated ids, text, timings) instead of streaming");
+  app.add_option("--logprobs", a->logprobs,
+                 "With --json: each token's log-probability and this many most likely alternatives (after penalties, "
+                 "at the sampling temperature, before top-k/top-p/min-p)")
+      ->check(CLI::Range(0, genai::kMaxTopLogprobs));
+  auto* lookup = app.add_flag("--prompt-lookup", a->prompt_lookup,
+                              "Speculative decoding by prompt lookup: propose the tokens that followed the latest earlier "
+                              "occurrence of the text's last n-gram (same output, faster where it copies its input)");
+  auto* draft = app.add_option("--draft-model", a->draft_model,
+                               "Speculative decoding with this smaller model folder (same tokenizer) proposing tokens "
+                               "greedily (same output)")
+                    ->check(CLI::ExistingDirectory);
+  lookup->excludes(draft);
+  app.add_option("--draft-tokens", a->draft_tokens,
+                 fmt::format("Tokens proposed per model run (default: {} for --prompt-lookup, {} for --draft-model)",
+                             kDefaultLookupTokens, kDefaultDraftModelTokens))
+      ->check(CLI::Range(1, 64));
+  app.add_option("--lookup-ngram", a->lookup_ngram, "Longest n-gram --prompt-lookup matches (it tries n down to 1)")
+      ->check(CLI::Range(1, 16));
   add_constraint_options(app, a->constraint);
   return [a] { return run_generate(*a); };
 }

@@ -116,6 +116,32 @@ bool restrict_lm_head(ir::Graph& graph, const std::string& logits, LogitsRows ro
   return true;
 }
 
+std::vector<int64_t> length_switches(const ir::Graph& graph) {
+  std::vector<int64_t> switches;
+  for (const ir::Node& node : graph.nodes) {
+    if (node.op_type != "If" || node.inputs.empty() || node.inputs[0] == ir::kNoValue) continue;
+    const ir::NodeId producer = graph.value(node.inputs[0]).producer;
+    if (producer < 0) continue;
+    const ir::Node& compare = graph.node(producer);
+    if ((compare.op_type != "Greater" && compare.op_type != "GreaterOrEqual") || compare.inputs.size() != 2) continue;
+    const ir::ValueId bound = compare.inputs[1];
+    if (bound == ir::kNoValue || !is_scalar_constant(graph, bound)) continue;
+    const Tensor& c = *graph.value(bound).constant;
+    int64_t at = 0;
+    if (c.dtype() == DType::kI64) {
+      at = c.data_as<int64_t>()[0];
+    } else if (c.dtype() == DType::kI32) {
+      at = c.data_as<int32_t>()[0];
+    } else {
+      continue;
+    }
+    switches.push_back(compare.op_type == "Greater" ? at : at - 1);
+  }
+  std::sort(switches.begin(), switches.end());
+  switches.erase(std::unique(switches.begin(), switches.end()), switches.end());
+  return switches;
+}
+
 std::vector<int> apply_sliding_window(ir::Graph& graph, const DecoderConfig& d) {
   const SlidingWindowConfig& w = *d.sliding_window;
   std::vector<int> layers = w.layers;

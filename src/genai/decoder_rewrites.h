@@ -27,6 +27,15 @@ inline constexpr std::string_view kLogitsPositionsInput = "ember/logits_position
 // position then gets logits).
 bool restrict_lm_head(ir::Graph& graph, const std::string& logits, LogitsRows rows);
 
+// The total sequence lengths at which the decoder's graph changes branch: C
+// for every If whose condition is Greater(x, C) (C - 1 for GreaterOrEqual)
+// with a scalar integer constant C. The model builder's LongRoPE exports
+// (Phi-3) switch to their long rotary caches when past + new tokens exceeds
+// original_max_position_embeddings; a run of several tokens that crosses C
+// rotates its earlier tokens as one-token steps would not, so decode runs that
+// must match one-token steps stop short of it (Generator::decode_run_limit).
+std::vector<int64_t> length_switches(const ir::Graph& graph);
+
 // genai_config.json's sliding_window on the decoder's GroupQueryAttention
 // nodes: each windowed layer (every layer when `layers` is empty) without a
 // window of its own gets local_window_size = window_size. The model builder's

@@ -208,7 +208,7 @@ bool Engine::choose(Sequence& seq, std::span<float> logits) {
   GenerationResult& out = seq.result;
   const GenerationParams& params = seq.params;
   const int top_logprobs = params.on_logprobs ? params.top_logprobs : -1;
-  const int64_t token = sample_with_logprobs(seq.sampler, logits, seq.tokens, top_logprobs, raw_logits_, logprobs_);
+  const int64_t token = sample_with_logprobs(seq.sampler, logits, seq.tokens, top_logprobs, logprobs_);
   const Clock::time_point now = Clock::now();
   if (out.tokens.empty()) {
     out.stats.first_token_s = std::chrono::duration<double>(now - seq.arrival).count();

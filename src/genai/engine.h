@@ -131,8 +131,7 @@ class Engine {
   std::vector<FinishedRequest> finished_;
   RequestId next_id_ = 1;
   EngineStats stats_;
-  // choose()'s copy of a row and its logprobs, for requests with top_logprobs.
-  std::vector<float> raw_logits_;
+  // choose()'s logprobs, for requests with top_logprobs.
   TokenLogprobs logprobs_;
 };
 

@@ -1,8 +1,10 @@
 #include "genai/generator.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include <fmt/format.h>
@@ -11,6 +13,7 @@
 #include "genai/decoder_io.h"
 #include "genai/decoder_rewrites.h"
 #include "genai/model_folder.h"
+#include "genai/speculative.h"
 #include "onnx/model_loader.h"
 
 namespace ember::genai {
@@ -102,8 +105,9 @@ Result<std::unique_ptr<Generator>> Generator::create(GenaiConfig config, const G
           fmt::join(missing, ", ")));
     }
   }
-  g->last_position_logits_ = restrict_lm_head(graph, g->config_.decoder.logits, LogitsRows::kLastPosition);
-  if (g->last_position_logits_) {
+  g->length_switches_ = length_switches(graph);
+  g->gathered_logits_ = restrict_lm_head(graph, g->config_.decoder.logits, LogitsRows::kGathered);
+  if (g->gathered_logits_) {
     EMBER_RETURN_IF_ERROR(graph.rebuild_links());
     EMBER_RETURN_IF_ERROR(graph.topological_sort());
   }
@@ -131,7 +135,8 @@ Result<std::unique_ptr<Generator>> Generator::create(GenaiConfig config, const G
 int64_t Generator::kv_cache_bytes() const { return cache_->bytes(); }
 
 Status Generator::bind_io() {
-  EMBER_ASSIGN_OR_RETURN(io_, bind_decoder_io(config_, *session_));
+  constexpr std::string_view kPositions[] = {kLogitsPositionsInput};
+  EMBER_ASSIGN_OR_RETURN(io_, bind_decoder_io(config_, *session_, std::span(kPositions, gathered_logits_ ? 1 : 0)));
   return Status::ok();
 }
 
@@ -150,7 +155,11 @@ void Generator::allocate_cache() {
   mask_ = Tensor::allocate(DType::kI64, {capacity_});
   std::fill_n(mask_.data_as<int64_t>(), capacity_, int64_t{1});
   if (shared_ && max_batch_ > 1) batch_mask_ = Tensor::allocate(DType::kI64, {max_batch_ * capacity_});
+  logits_positions_ = Tensor::allocate(DType::kI64, {capacity_});
   inputs_.assign(session_->inputs().size(), nullptr);
+  if (gathered_logits_) {
+    inputs_[static_cast<size_t>(find_io(session_->inputs(), kLogitsPositionsInput))] = &logits_positions_view_;
+  }
   outputs_.assign(session_->outputs().size(), nullptr);
   inputs_[static_cast<size_t>(io_.input_ids)] = &ids_view_;
   if (io_.attention_mask >= 0) inputs_[static_cast<size_t>(io_.attention_mask)] = &mask_view_;
@@ -162,19 +171,26 @@ void Generator::allocate_cache() {
   }
 }
 
-Status Generator::append(std::span<const int64_t> tokens) {
+Status Generator::append(std::span<const int64_t> tokens, int64_t logits_rows) {
   const auto s = static_cast<int64_t>(tokens.size());
   const auto past = static_cast<int64_t>(tokens_.size());
   if (s == 0) return invalid_argument("no tokens to run");
+  const int64_t chunk = prefill_chunk_ > 0 ? prefill_chunk_ : s;
+  const int64_t last_chunk = s - (s - 1) / chunk * chunk;
+  if (logits_rows < 1 || logits_rows > last_chunk) {
+    return invalid_argument("logits of {} positions asked of a run of {} tokens (in chunks of {})", logits_rows, s,
+                            chunk);
+  }
   if (past + s > capacity_) {
     return invalid_argument("{} cached + {} new tokens exceed the context of {} tokens", past, s, capacity_);
   }
   for (int64_t t : tokens) {
     if (t < 0 || t >= vocab_) return invalid_argument("token id {} is outside the vocabulary [0, {})", t, vocab_);
   }
-  const int64_t chunk = prefill_chunk_ > 0 ? prefill_chunk_ : s;
   for (int64_t begin = 0; begin < s; begin += chunk) {
-    const Status ran = run_tokens(tokens.subspan(static_cast<size_t>(begin), static_cast<size_t>(std::min(chunk, s - begin))));
+    const int64_t n = std::min(chunk, s - begin);
+    const Status ran = run_tokens(tokens.subspan(static_cast<size_t>(begin), static_cast<size_t>(n)),
+                                  begin + n == s ? logits_rows : 1);
     if (!ran.is_ok()) {
       // Keep the promise that a failed append leaves the cache as it was.
       EMBER_RETURN_IF_ERROR(truncate(past));
@@ -184,7 +200,7 @@ Status Generator::append(std::span<const int64_t> tokens) {
   return Status::ok();
 }
 
-Status Generator::run_tokens(std::span<const int64_t> tokens) {
+Status Generator::run_tokens(std::span<const int64_t> tokens, int64_t logits_rows) {
   const auto s = static_cast<int64_t>(tokens.size());
   const auto past = static_cast<int64_t>(tokens_.size());
   for (int64_t i = 0; i < s; ++i) {
@@ -194,14 +210,17 @@ Status Generator::run_tokens(std::span<const int64_t> tokens) {
   ids_view_ = Tensor(DType::kI64, {1, s}, ids_.data());
   positions_view_ = Tensor(DType::kI64, {1, s}, positions_.data());
   mask_view_ = Tensor(DType::kI64, {1, past + s}, mask_.data());
-  const int64_t rows = last_position_logits_ ? 1 : s;
+  for (int64_t i = 0; i < logits_rows; ++i) logits_positions_.data_as<int64_t>()[i] = s - logits_rows + i;
+  logits_positions_view_ = Tensor(DType::kI64, {logits_rows}, logits_positions_.data());
+  const int64_t rows = gathered_logits_ ? logits_rows : s;
   if (logits_.numel() < rows * vocab_) logits_ = Tensor::allocate_uninitialized(DType::kF32, {rows * vocab_});
   logits_view_ = Tensor(DType::kF32, {1, rows, vocab_}, logits_.data());
   cache_->bind(row_, past, s);
   EMBER_RETURN_IF_ERROR(session_->run_bound(inputs_, outputs_));
   cache_->commit();
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
-  last_logits_rows_ = rows;
+  last_logits_rows_ = logits_rows;
+  logits_first_row_ = rows - logits_rows;
   return Status::ok();
 }
 
@@ -220,6 +239,8 @@ Status Generator::decode_rows(std::span<const int64_t> tokens, std::span<const i
   mask_view_ = Tensor(DType::kI64, {b, total}, mask);
   if (logits_.numel() < b * vocab_) logits_ = Tensor::allocate_uninitialized(DType::kF32, {b * vocab_});
   logits_view_ = Tensor(DType::kF32, {b, 1, vocab_}, logits_.data());
+  logits_positions_.data_as<int64_t>()[0] = 0;
+  logits_positions_view_ = Tensor(DType::kI64, {1}, logits_positions_.data());
   batched_cache_->bind_rows(b);
   last_logits_rows_ = 0;
   return session_->run_bound(inputs_, outputs_);
@@ -313,6 +334,15 @@ Result<std::vector<GenerationResult>> Generator::generate_batch(std::span<const 
   return results;
 }
 
+int64_t Generator::decode_run_limit() const {
+  const auto past = static_cast<int64_t>(tokens_.size());
+  int64_t limit = std::max<int64_t>(1, capacity_ - past);
+  for (int64_t at : length_switches_) {
+    if (past + 1 <= at) limit = std::min(limit, at - past);
+  }
+  return limit;
+}
+
 Status Generator::truncate(int64_t length) {
   const auto cached = static_cast<int64_t>(tokens_.size());
   if (length < 0 || length > cached) return invalid_argument("cannot keep {} of {} cached tokens", length, cached);
@@ -323,7 +353,12 @@ Status Generator::truncate(int64_t length) {
 
 std::span<float> Generator::last_logits() {
   if (last_logits_rows_ == 0) return {};
-  return {logits_.data_as<float>() + (last_logits_rows_ - 1) * vocab_, static_cast<size_t>(vocab_)};
+  return logits(last_logits_rows_ - 1);
+}
+
+std::span<float> Generator::logits(int64_t i) {
+  assert(i >= 0 && i < last_logits_rows_);
+  return {logits_.data_as<float>() + (logits_first_row_ + i) * vocab_, static_cast<size_t>(vocab_)};
 }
 
 Result<GenerationResult> Generator::generate(std::span<const int64_t> prompt, const GenerationParams& params) {
@@ -357,10 +392,16 @@ Result<GenerationResult> Generator::generate(std::span<const int64_t> prompt, co
   stats.prefill_s = seconds_since(start);
   Clock::time_point step_start = start;
   const int top_logprobs = params.on_logprobs ? params.top_logprobs : -1;
-  std::vector<float> raw_logits;
   TokenLogprobs logprobs;
+  Drafter* drafter = params.num_draft_tokens > 0 ? params.drafter : nullptr;
+  // The last run's drafts; `row` is the logits row the next token is chosen
+  // from, and the cache holds `verified` tokens of the history (the rest of
+  // it, drafts not yet chosen, is dropped before the next run).
+  std::vector<int64_t> drafts, run;
+  size_t row = 0;
+  auto verified = static_cast<int64_t>(tokens_.size());
   while (true) {
-    const int64_t token = sample_with_logprobs(sampler, last_logits(), history, top_logprobs, raw_logits, logprobs);
+    const int64_t token = sample_with_logprobs(sampler, logits(static_cast<int64_t>(row)), history, top_logprobs, logprobs);
     result.tokens.push_back(token);
     history.push_back(token);
     if (result.tokens.size() == 1) {
@@ -370,25 +411,47 @@ Result<GenerationResult> Generator::generate(std::span<const int64_t> prompt, co
       ++stats.decode_steps;
     }
     if (top_logprobs >= 0) params.on_logprobs(logprobs);
+    const bool chose_draft = row < drafts.size() && token == drafts[row];
+    if (chose_draft) ++stats.accepted_drafts;
+    std::optional<StopReason> stop;
     if (params.on_token && !params.on_token(token)) {
-      result.stop = StopReason::kCallback;
-      break;
+      stop = StopReason::kCallback;
+    } else if (params.stop_on_eos && config_.is_eos(token)) {
+      stop = StopReason::kEos;
+    } else if (static_cast<int>(result.tokens.size()) >= params.max_new_tokens) {
+      stop = StopReason::kMaxNewTokens;
+    } else if (chose_draft) {
+      // Its KV is in the cache and the next row's logits follow it.
+      ++verified;
+      ++row;
+      step_start = Clock::now();
+      continue;
+    } else if (verified + 1 > capacity_) {
+      stop = StopReason::kContextFull;
     }
-    if (params.stop_on_eos && config_.is_eos(token)) {
-      result.stop = StopReason::kEos;
-      break;
-    }
-    if (static_cast<int>(result.tokens.size()) >= params.max_new_tokens) {
-      result.stop = StopReason::kMaxNewTokens;
-      break;
-    }
-    if (static_cast<int64_t>(tokens_.size()) + 1 > capacity_) {
-      result.stop = StopReason::kContextFull;
+    if (stop) {
+      EMBER_RETURN_IF_ERROR(truncate(verified));
+      result.stop = *stop;
       break;
     }
     step_start = Clock::now();
-    const int64_t next[1] = {token};
-    EMBER_RETURN_IF_ERROR(append(next));
+    EMBER_RETURN_IF_ERROR(truncate(verified));
+    // Drafts only where their tokens could be kept: the context, the tokens
+    // still allowed, and one model run (a prefill chunk).
+    int64_t k = drafter ? params.num_draft_tokens : 0;
+    k = std::min({k, decode_run_limit() - 1,
+                  static_cast<int64_t>(params.max_new_tokens) - static_cast<int64_t>(result.tokens.size()) - 1});
+    if (prefill_chunk_ > 0) k = std::min(k, prefill_chunk_ - 1);
+    drafts.clear();
+    if (k > 0) EMBER_RETURN_IF_ERROR(drafter->propose(history, static_cast<int>(k), drafts));
+    drafts.resize(std::min(drafts.size(), static_cast<size_t>(std::max<int64_t>(k, 0))));
+    run.assign(1, token);
+    run.insert(run.end(), drafts.begin(), drafts.end());
+    EMBER_RETURN_IF_ERROR(append(run, static_cast<int64_t>(run.size())));
+    ++stats.decode_runs;
+    stats.drafted_tokens += static_cast<int64_t>(drafts.size());
+    ++verified;
+    row = 0;
   }
   stats.generated_tokens = static_cast<int64_t>(result.tokens.size());
   return result;

@@ -35,6 +35,8 @@ struct GeneratorOptions {
   runtime::LoadProgress progress;  // hears the weights being prepacked; may be empty
 };
 
+class Drafter;  // speculative.h
+
 struct GenerationParams {
   int max_new_tokens = 128;
   int min_new_tokens = 0;  // EOS ids cannot be drawn before this many tokens
@@ -44,13 +46,20 @@ struct GenerationParams {
   std::function<bool(int64_t)> on_token;
   // Log-probabilities (OpenAI's logprobs / top_logprobs): < 0 none; 0 to
   // kMaxTopLogprobs, each chosen token's logprob and that many most likely
-  // alternatives, as token_logprobs (sampling.h) defines them: the raw logits'
-  // log-softmax, before penalties, temperature and truncation. on_logprobs
+  // alternatives, as sample_with_logprobs (sampling.h) defines them: after
+  // penalties, bans and masks, at the sampling temperature, before
+  // truncation. on_logprobs
   // hears each chosen token's, just before on_token hears the token; the
   // TokenLogprobs is reused, valid during the call. Nothing is computed or
-  // copied when top_logprobs < 0 or on_logprobs is empty.
+  // computed when top_logprobs < 0 or on_logprobs is empty.
   int top_logprobs = -1;
   std::function<void(const TokenLogprobs&)> on_logprobs;
+  // Speculative decoding (speculative.h) when both are set: each model run
+  // takes the pending token and up to num_draft_tokens the drafter proposes,
+  // and keeps those the sampler chain chooses in turn. The tokens are the ones
+  // plain decoding chooses. The drafter must outlive the call.
+  Drafter* drafter = nullptr;
+  int num_draft_tokens = 0;
   // A constraint on the output (constraint.h's GrammarMask: JSON Schema,
   // regex, grammar), made once per sequence and put first in its sampler
   // chain, which tells it every chosen token. Empty: none.
@@ -72,10 +81,13 @@ struct GenerationStats {
   int64_t prompt_tokens = 0;    // the whole prompt
   int64_t reused_tokens = 0;    // of it, tokens whose KV was kept from the previous call
   int64_t generated_tokens = 0;
-  int64_t decode_steps = 0;     // model runs of one token
+  int64_t decode_steps = 0;     // tokens chosen after the first (without speculation, one model run each)
+  int64_t decode_runs = 0;      // model runs after the prompt's
+  int64_t drafted_tokens = 0;   // speculation: tokens proposed and run
+  int64_t accepted_drafts = 0;  // of them, those the chain chose
   double prefill_s = 0;         // the model run over the new prompt tokens
   double first_token_s = 0;     // prefill and choosing the first token
-  double decode_s = 0;          // every later step: model run and sampling
+  double decode_s = 0;          // every later token: drafting, model runs and sampling
   double prefill_tokens_per_s() const;
   double decode_tokens_per_s() const;
 };
@@ -95,8 +107,8 @@ class Generator {
   const GenaiConfig& config() const { return config_; }
   int64_t max_length() const { return capacity_; }
   bool shares_kv_buffer() const { return shared_; }
-  // The LM head runs on the last position only (see restrict_lm_head).
-  bool last_position_logits() const { return last_position_logits_; }
+  // The LM head runs on the positions whose logits a run asks for only (see restrict_lm_head).
+  bool gathered_logits() const { return gathered_logits_; }
   // Bytes of the decoder's constant inputs as loaded (before prepacking) and of the KV cache buffers.
   int64_t weight_bytes() const { return weight_bytes_; }
   int64_t kv_cache_bytes() const;
@@ -116,20 +128,28 @@ class Generator {
   Result<std::vector<GenerationResult>> generate_batch(std::span<const std::vector<int64_t>> prompts,
                                                        const GenerationParams& params);
 
-  // Runs `tokens` after the cached ones, prefill_chunk at a time; last_logits()
-  // then holds the logits of the last of them. On error the cache is as before.
-  Status append(std::span<const int64_t> tokens);
+  // Runs `tokens` after the cached ones, prefill_chunk at a time; logits(i)
+  // then holds the logits of the last `logits_rows` of them (at most the last
+  // chunk's tokens), last_logits() the last one's. On error the cache is as before.
+  Status append(std::span<const int64_t> tokens, int64_t logits_rows = 1);
+  // The most tokens the next run may take and still compute what one-token
+  // steps would: up to the next of the graph's length switches
+  // (length_switches in decoder_rewrites.h), else the context left (>= 1).
+  int64_t decode_run_limit() const;
   // Keeps the KV of the first `length` cached tokens.
   Status truncate(int64_t length);
   void reset() { tokens_.clear(); }
   std::span<const int64_t> cached_tokens() const { return tokens_; }
   std::span<float> last_logits();
+  // Row i of the last append's logits_rows, in token order.
+  std::span<float> logits(int64_t i);
 
  private:
   Generator() = default;
   Status bind_io();
-  // One model run of `tokens` after the cached ones (checked by append()).
-  Status run_tokens(std::span<const int64_t> tokens);
+  // One model run of `tokens` after the cached ones (checked by append()),
+  // with the logits of its last `logits_rows` positions.
+  Status run_tokens(std::span<const int64_t> tokens, int64_t logits_rows);
   void allocate_cache();
   // One decode step of rows [0, tokens.size()): row r appends tokens[r] after its past[r] tokens.
   Status decode_rows(std::span<const int64_t> tokens, std::span<const int64_t> past);
@@ -142,7 +162,7 @@ class Generator {
   int64_t prefill_chunk_ = 0;
   int64_t row_ = 0;  // the cache row append() works on
   bool shared_ = false;
-  bool last_position_logits_ = false;
+  bool gathered_logits_ = false;
   int64_t vocab_ = 0;
   int64_t kv_heads_ = 0;
   int64_t head_size_ = 0;
@@ -153,12 +173,15 @@ class Generator {
   SharedBufferKvCache* batched_cache_ = nullptr;  // cache_, when it is shared (generate_batch)
   Tensor ids_, mask_, positions_;  // capacity_ elements each
   Tensor batch_mask_;              // max_batch x capacity
-  Tensor ids_view_, mask_view_, positions_view_, logits_view_;
-  Tensor logits_;  // [vocab], or with the full LM head the longest run's [S, vocab]
-  int64_t last_logits_rows_ = 0;  // rows of logits_ the last run wrote
+  Tensor logits_positions_;         // capacity_ elements: the positions the LM head runs on
+  Tensor ids_view_, mask_view_, positions_view_, logits_positions_view_, logits_view_;
+  Tensor logits_;  // the rows a run asked for, or with the full LM head every position's [S, vocab]
+  int64_t last_logits_rows_ = 0;   // rows of logits_ the last run wrote
+  int64_t logits_first_row_ = 0;   // the row of logits(0) in logits_
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor*> outputs_;
   std::vector<int64_t> tokens_;  // whose KV is cached
+  std::vector<int64_t> length_switches_;
 };
 
 }  // namespace ember::genai

@@ -82,16 +82,19 @@ std::span<const Candidate> Sampler::last_candidates() const {
   return candidates_;
 }
 
-void token_logprobs(std::span<const float> raw_logits, int64_t chosen, int top, TokenLogprobs& out) {
-  assert(chosen >= 0 && static_cast<size_t>(chosen) < raw_logits.size());
-  const size_t n = std::min(static_cast<size_t>(std::max(top, 0)), raw_logits.size());
+void token_logprobs(std::span<const float> logits, int64_t chosen, int top, TokenLogprobs& out,
+                    float temperature) {
+  assert(chosen >= 0 && static_cast<size_t>(chosen) < logits.size());
+  assert(temperature > 0);
+  const double inv_t = 1.0 / static_cast<double>(temperature);
+  const size_t n = std::min(static_cast<size_t>(std::max(top, 0)), logits.size());
   // The n highest as a min-heap under ranks_higher (its front the weakest kept),
   // logits until the end, where they become logprobs; and the maximum.
   std::vector<Ranked>& heap = out.top;
   heap.clear();
   float max = -INFINITY;
-  for (size_t i = 0; i < raw_logits.size(); ++i) {
-    const float v = rank_value(raw_logits[i]);
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float v = rank_value(logits[i]);
     max = std::max(max, v);
     if (n == 0 || (heap.size() == n && v < heap.front().second)) continue;
     const Ranked c{static_cast<int64_t>(i), v};
@@ -106,36 +109,38 @@ void token_logprobs(std::span<const float> raw_logits, int64_t chosen, int top, 
   }
   std::sort_heap(heap.begin(), heap.end(), ranks_higher);
 
-  // logprob = (l - max) - log sum exp(l - max): subtracting max first keeps
-  // -log z for the top logit even where max + log z would round to max (3e38).
+  // logprob = (l - max) / T - log sum exp((l - max) / T): subtracting max
+  // first keeps -log z for the top logit even where max + log z would round to
+  // max (3e38).
   double log_sum = 0;
   double infinite = 0;  // how many logits are +inf, when max is
   if (max == INFINITY) {
-    for (float v : raw_logits) infinite += v == INFINITY ? 1 : 0;
+    for (float v : logits) infinite += v == INFINITY ? 1 : 0;
   } else if (max > -INFINITY) {
     double z = 0;
-    for (float v : raw_logits) z += std::isnan(v) ? 0.0 : std::exp(static_cast<double>(v) - max);
+    for (float v : logits) z += std::isnan(v) ? 0.0 : std::exp((static_cast<double>(v) - max) * inv_t);
     log_sum = std::log(z);
   }
   auto logprob = [&](float logit) -> float {
     const float v = rank_value(logit);
     if (infinite > 0) return v == INFINITY ? static_cast<float>(-std::log(infinite)) : -INFINITY;
     if (v == -INFINITY) return -INFINITY;  // also when every logit is
-    const double lp = (static_cast<double>(v) - max) - log_sum;
+    const double lp = (static_cast<double>(v) - max) * inv_t - log_sum;
     // Below float's range (two logits 6e38 apart) is -inf, not an overflowing cast.
     return lp < -std::numeric_limits<float>::max() ? -INFINITY : static_cast<float>(lp);
   };
   for (Ranked& r : heap) r.second = logprob(r.second);
   out.token = chosen;
-  out.logprob = logprob(raw_logits[static_cast<size_t>(chosen)]);
+  out.logprob = logprob(logits[static_cast<size_t>(chosen)]);
 }
 
 int64_t sample_with_logprobs(Sampler& sampler, std::span<float> logits, std::span<const int64_t> history, int top,
-                             std::vector<float>& raw, TokenLogprobs& out) {
-  if (top < 0) return sampler.sample(logits, history);
-  raw.assign(logits.begin(), logits.end());
+                             TokenLogprobs& out) {
   const int64_t token = sampler.sample(logits, history);
-  token_logprobs(raw, token, top, out);
+  if (top < 0) return token;
+  const SamplingParams& p = sampler.params();
+  const bool greedy = p.greedy || p.temperature <= 0 || p.top_k == 1;
+  token_logprobs(logits, token, top, out, greedy ? 1.0f : p.temperature);
   return token;
 }
 

@@ -102,14 +102,14 @@ struct TokenLogprobs {
   std::vector<std::pair<int64_t, float>> top;  // (token, logprob), most likely first
 };
 
-// The log-softmax of the model's raw logits for one position, before
-// penalties, bans, temperature or any truncation: what vLLM reports by default
-// (its raw_logprobs mode). `out` gets `chosen`'s logprob and the `top` most
+// The log-softmax of one position's logits over temperature T, log p_i =
+// (l_i - max) / T - log sum exp((l_j - max) / T), the distribution a draw
+// uses before truncation. `out` gets `chosen`'s logprob and the `top` most
 // likely tokens (clamped to [0, vocabulary]; the chosen token is listed only
 // if it is among them), ordered by logprob, ties by lower token id. Computed in
-// double as (l - max) - log sum exp(l - max), then rounded to float (-inf
-// below its range), so every value is <= 0, the chosen token and its entry in
-// `top` carry the same value, and `top` is sorted.
+// double, then rounded to float (-inf below its range), so every value is
+// <= 0, the chosen token and its entry in `top` carry the same value, and
+// `top` is sorted. `temperature` must be > 0.
 // Non-finite logits: a NaN counts as -inf (no probability; in `top` after
 // every finite logit, with the -inf ones by id); when some logits are +inf
 // they share the mass equally (-log(count) each, -inf for the rest); when
@@ -118,14 +118,16 @@ struct TokenLogprobs {
 // held `top` entries. `chosen` must be in the vocabulary. Two passes over the
 // row (max and the top list; exp in double): 1.6-2.0 ms for Qwen2.5's 151936
 // logits on the 2-core dev machine under load, where a greedy argmax took 0.65.
-void token_logprobs(std::span<const float> raw_logits, int64_t chosen, int top, TokenLogprobs& out);
+void token_logprobs(std::span<const float> logits, int64_t chosen, int top, TokenLogprobs& out,
+                    float temperature = 1.0f);
 
 // sampler.sample(logits, history) and, when top >= 0, the chosen token's
-// token_logprobs over the row as the model gave it into `out`. The chain edits
-// the row in place (penalties, bans), so with top >= 0 the row is first copied
-// into `raw`, a buffer the caller keeps from step to step; with top < 0 this is
-// sampler.sample() alone.
+// logprobs (OpenAI's logprobs / top_logprobs) into `out`: token_logprobs over
+// the row as the chain left it, after the processors that change the
+// distribution (penalties, token bans, grammar masks) and at the sampling
+// temperature (1 for greedy), before truncation (top-k, top-p, min-p), as
+// vLLM's processed_logprobs. With top < 0 this is sampler.sample() alone.
 int64_t sample_with_logprobs(Sampler& sampler, std::span<float> logits, std::span<const int64_t> history, int top,
-                             std::vector<float>& raw, TokenLogprobs& out);
+                             TokenLogprobs& out);
 
 }  // namespace ember::genai

@@ -152,6 +152,33 @@ else
   fail "generate --repetition-penalty: $(cat "$tmp/loop" "$tmp/no_loop")"
 fi
 
+# Speculative decoding gives plain greedy's tokens: prompt lookup (which the loop
+# feeds) and the default model as its own draft.
+if "$ember" generate "$default_model" --prompt "A fool" --greedy --max-new-tokens 40 --json --prompt-lookup \
+     >"$tmp/lookup" 2>&1 &&
+   "$ember" generate "$default_model" --prompt "A fool" --greedy --max-new-tokens 40 --json \
+     --draft-model "$default_model" --draft-tokens 3 >"$tmp/drafted" 2>&1 &&
+   python3 -c "
+import json, sys
+plain, lookup, drafted = (json.load(open(f)) for f in sys.argv[1:4])
+assert lookup['generated_tokens'] == plain['generated_tokens'] == drafted['generated_tokens'], (plain, lookup, drafted)
+assert lookup['speculation']['method'] == 'prompt_lookup' and lookup['speculation']['accepted'] > 0, lookup
+assert drafted['speculation']['method'] == 'draft_model' and drafted['speculation']['draft_tokens'] == 3, drafted
+" "$tmp/loop" "$tmp/lookup" "$tmp/drafted"; then
+  pass "generate --prompt-lookup / --draft-model: plain greedy's tokens"
+else
+  fail "generate speculative: $(cat "$tmp/lookup" "$tmp/drafted")"
+fi
+expect_error "generate --draft-model with another vocabulary" "draft model .*vocabulary" \
+  "$ember" generate "$default_model" --prompt hi --draft-model "$tmp/llama"
+expect_error "generate --draft-model that is not a folder" "draft-model" \
+  "$ember" generate "$default_model" --prompt hi --draft-model "$tmp/no_such"
+expect_error "generate --prompt-lookup with --draft-model" "excludes" \
+  "$ember" generate "$default_model" --prompt hi --prompt-lookup --draft-model "$default_model"
+expect_error "generate --draft-tokens 0" "draft-tokens" "$ember" generate "$default_model" --prompt hi --prompt-lookup --draft-tokens 0
+expect_error "generate --logprobs without --json" "logprobs needs --json" "$ember" generate "$default_model" --prompt hi --logprobs 2
+expect_error "generate --logprobs 21" "logprobs" "$ember" generate "$default_model" --prompt hi --json --logprobs 21
+
 # bench: both tests, and the peak resident memory against weights + KV cache.
 if "$ember" bench "$tmp/llama" -p 16 -n 8 -r 2 --json >"$tmp/bench" 2>&1 &&
    python3 -c "

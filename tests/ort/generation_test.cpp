@@ -60,7 +60,7 @@ void check_greedy(const DecoderFixtureSpec& s, bool expect_shared) {
   auto g = load(dir);
   ASSERT_TRUE(g);
   EXPECT_EQ(g->shares_kv_buffer(), expect_shared);
-  EXPECT_TRUE(g->last_position_logits());  // every fixture's LM head is recognized
+  EXPECT_TRUE(g->gathered_logits());  // every fixture's LM head is recognized
   const auto prompt = prompt_tokens(12, g->config().vocab_size, 0);
   auto result = g->generate(prompt, greedy());
   ASSERT_TRUE(result.is_ok()) << result.status().to_string();

@@ -667,8 +667,9 @@ TEST(SamplerChain, NoAllocationPerStepOnceWarmed) {
 
 // ---- token_logprobs ----
 
-// log p_i = l_i - log sum_j exp(l_j) by the definition, in long double with no
-// shift by the maximum (exact enough for |l| below ~11000), a NaN as -inf; and
+// log p_i = l_i / T - log sum_j exp(l_j / T) by the definition, in long double
+// with no shift by the maximum (exact enough for |l / T| below ~11000), a NaN
+// as -inf; and
 // every token ranked by a full stable sort. Nothing shared with the heap and
 // the double log-sum-exp of token_logprobs.
 struct ReferenceLogprobs {
@@ -676,14 +677,15 @@ struct ReferenceLogprobs {
   std::vector<int64_t> ranked;       // every token, most likely first, ties by id
 };
 
-ReferenceLogprobs reference_logprobs(const std::vector<float>& logits) {
+ReferenceLogprobs reference_logprobs(const std::vector<float>& logits, float temperature = 1.0f) {
   ReferenceLogprobs r;
+  const long double t = temperature;
   long double z = 0;
   for (float l : logits) {
-    if (!std::isnan(l)) z += std::exp(static_cast<long double>(l));
+    if (!std::isnan(l)) z += std::exp(static_cast<long double>(l) / t);
   }
   const long double log_z = std::log(z);
-  for (float l : logits) r.logprob.push_back(std::isnan(l) ? -INFINITY : static_cast<long double>(l) - log_z);
+  for (float l : logits) r.logprob.push_back(std::isnan(l) ? -INFINITY : static_cast<long double>(l) / t - log_z);
   r.ranked.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) r.ranked[i] = static_cast<int64_t>(i);
   std::stable_sort(r.ranked.begin(), r.ranked.end(),
@@ -703,12 +705,13 @@ void expect_logprob(float got, long double want, const std::string& what) {
   EXPECT_NEAR(got, w, 2.5e-7 * std::fabs(w) + 1e-13) << what;
 }
 
-// token_logprobs(logits, chosen, top) against reference_logprobs.
-void expect_matches_reference(const std::vector<float>& logits, int64_t chosen, int top) {
-  const ReferenceLogprobs ref = reference_logprobs(logits);
+// token_logprobs(logits, chosen, top, temperature) against reference_logprobs.
+void expect_matches_reference(const std::vector<float>& logits, int64_t chosen, int top, float temperature = 1.0f) {
+  const ReferenceLogprobs ref = reference_logprobs(logits, temperature);
   TokenLogprobs got;
-  token_logprobs(logits, chosen, top, got);
-  const std::string where = "vocab " + std::to_string(logits.size()) + " top " + std::to_string(top);
+  token_logprobs(logits, chosen, top, got, temperature);
+  const std::string where = "vocab " + std::to_string(logits.size()) + " top " + std::to_string(top) + " T " +
+                            std::to_string(temperature);
   EXPECT_EQ(got.token, chosen) << where;
   expect_logprob(got.logprob, ref.logprob[size_t(chosen)], where + " chosen " + std::to_string(chosen));
   const size_t n = std::min(static_cast<size_t>(std::max(top, 0)), logits.size());
@@ -732,6 +735,8 @@ TEST(TokenLogprobs, MatchesADoublePrecisionReferenceOnRandomRows) {
       for (int top : {0, 1, 5, 20}) {
         const auto chosen = static_cast<int64_t>(rng() % vocab);
         expect_matches_reference(logits, chosen, top);
+        expect_matches_reference(logits, chosen, top, 0.6f);
+        expect_matches_reference(logits, chosen, top, 1.7f);
         // The most likely token, as a greedy choice: its logprob is top[0]'s.
         TokenLogprobs best;
         token_logprobs(logits, argmax(logits), top, best);
@@ -851,34 +856,52 @@ TEST(TokenLogprobs, TopIsClampedToTheVocabulary) {
   EXPECT_EQ(got.top[1].first, 0);
 }
 
-TEST(TokenLogprobs, SampleWithLogprobsReadsTheRowBeforePenalties) {
+TEST(TokenLogprobs, SampleWithLogprobsReadsTheRowAfterPenaltiesAtTheSamplingTemperature) {
   // The repetition penalty demotes token 2, the raw argmax: greedy then takes
-  // token 0, whose logprob is still the raw row's.
+  // token 0, and the logprobs are the penalized row's (at temperature 1).
   const std::vector<float> raw = {2.0f, -1.0f, 3.0f, 0.5f};
   SamplingParams p;
   p.repetition_penalty = 4.0f;
   const std::vector<int64_t> history = {2};
+  const std::vector<float> penalized = {2.0f, -1.0f, 0.75f, 0.5f};
   Sampler sampler(p);
-  std::vector<float> logits = raw, copy;
+  std::vector<float> logits = raw;
   TokenLogprobs got;
-  const int64_t token = sample_with_logprobs(sampler, logits, history, 2, copy, got);
+  const int64_t token = sample_with_logprobs(sampler, logits, history, 2, got);
   EXPECT_EQ(token, 0);
-  EXPECT_NE(logits, raw);  // the penalties did edit the row
-  const ReferenceLogprobs ref = reference_logprobs(raw);
+  EXPECT_EQ(logits, penalized);
+  const ReferenceLogprobs ref = reference_logprobs(penalized);
   EXPECT_EQ(got.token, 0);
   expect_logprob(got.logprob, ref.logprob[0], "chosen");
   ASSERT_EQ(got.top.size(), 2u);
-  EXPECT_EQ(got.top[0].first, 2);
-  EXPECT_EQ(got.top[1].first, 0);
-  // top < 0: sample() alone, nothing copied or reported.
+  EXPECT_EQ(got.top[0].first, 0);
+  EXPECT_EQ(got.top[1].first, 2);
+  expect_logprob(got.top[1].second, ref.logprob[2], "rank 1");
+  // Sampling at T = 0.5 with top-k 2: the logprobs are the tempered
+  // distribution's, before truncation (tokens 1 and 3, outside the top 2,
+  // keep their finite logprobs).
+  SamplingParams hot = p;
+  hot.greedy = false;
+  hot.temperature = 0.5f;
+  hot.top_k = 2;
+  hot.seed = 3;
+  Sampler sampled(hot);
+  logits = raw;
+  const int64_t drawn = sample_with_logprobs(sampled, logits, history, 4, got);
+  EXPECT_TRUE(drawn == 0 || drawn == 2) << drawn;
+  const ReferenceLogprobs tempered = reference_logprobs(penalized, 0.5f);
+  expect_logprob(got.logprob, tempered.logprob[size_t(drawn)], "drawn");
+  ASSERT_EQ(got.top.size(), 4u);
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(got.top[k].first, tempered.ranked[k]) << "rank " << k;
+    expect_logprob(got.top[k].second, tempered.logprob[size_t(tempered.ranked[k])], "rank " + std::to_string(k));
+  }
+  // top < 0: sample() alone, nothing reported.
   Sampler plain(p);
-  std::vector<float> untouched_copy;
   TokenLogprobs untouched;
   logits = raw;
-  EXPECT_EQ(sample_with_logprobs(plain, logits, history, -1, untouched_copy, untouched), 0);
-  EXPECT_TRUE(untouched_copy.empty());
+  EXPECT_EQ(sample_with_logprobs(plain, logits, history, -1, untouched), 0);
   EXPECT_EQ(untouched.token, -1);
-  EXPECT_TRUE(untouched.top.empty());
 }
 
 TEST(TokenLogprobs, NoAllocationOnceWarmed) {
@@ -890,13 +913,13 @@ TEST(TokenLogprobs, NoAllocationOnceWarmed) {
   p.top_k = 40;
   p.frequency_penalty = 0.5f;
   Sampler sampler(p);
-  std::vector<float> logits(row.size()), copy;
+  std::vector<float> logits(row.size());
   std::vector<int64_t> history = {1, 2, 3};
   TokenLogprobs out;
   auto run = [&] {
     for (int step = 0; step < 4; ++step) {
       std::copy(row.begin(), row.end(), logits.begin());
-      sample_with_logprobs(sampler, logits, history, kMaxTopLogprobs, copy, out);
+      sample_with_logprobs(sampler, logits, history, kMaxTopLogprobs, out);
     }
   };
   run();
