@@ -34,11 +34,12 @@ struct BenchArgs {
   int repetitions = 5;
   uint64_t seed = 1234;
   bool json = false;
+  int draft_tokens = 0;  // > 0: also the speculative verification test
   ServingBenchArgs serving;
 };
 
 struct Test {
-  std::string name;  // pp512, tg128
+  std::string name;  // pp512, tg128, tg128+k4
   int tokens = 0;
   std::vector<double> tokens_per_s;
   double mean() const {
@@ -93,6 +94,26 @@ Result<double> run_generation(genai::Generator& g, int n, std::mt19937_64& rng) 
   for (int i = 0; i < n; ++i) {
     const int64_t next[1] = {genai::argmax(g.last_logits())};
     EMBER_RETURN_IF_ERROR(g.append(next));
+  }
+  return n / seconds(start);
+}
+
+// Speculative decoding's ceiling at k drafts (speculative.h): n tokens decoded
+// in runs of 1 + k positions with every position's logits, as a verification
+// run is when every draft is accepted (drafting itself not counted).
+Result<double> run_verification(genai::Generator& g, int n, int k, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int64_t> token(0, g.config().vocab_size - 1);
+  g.reset();
+  const int64_t first[1] = {token(rng)};
+  EMBER_RETURN_IF_ERROR(g.append(first));
+  std::vector<int64_t> run;
+  const auto start = std::chrono::steady_clock::now();
+  for (int done = 0; done < n;) {
+    run.assign(1, genai::argmax(g.last_logits()));
+    const int rows = std::min(k + 1, n - done);
+    while (static_cast<int>(run.size()) < rows) run.push_back(token(rng));
+    EMBER_RETURN_IF_ERROR(g.append(run, rows));
+    done += rows;
   }
   return n / seconds(start);
 }
@@ -170,12 +191,18 @@ int bench_command(const BenchArgs& args) {
   std::vector<Test> tests;
   if (args.prompt > 0) tests.push_back({fmt::format("pp{}", args.prompt), args.prompt, {}});
   if (args.generate > 0) tests.push_back({fmt::format("tg{}", args.generate), args.generate, {}});
+  if (args.generate > 0 && args.draft_tokens > 0) {
+    tests.push_back({fmt::format("tg{}+k{}", args.generate, args.draft_tokens), args.generate, {}});
+  }
   std::mt19937_64 rng(args.seed);
   for (Test& t : tests) {
     const bool pp = t.name[0] == 'p';
     // One untimed run first, as llama-bench: first-touch of the weights and planned buffers.
     for (int r = -1; r < args.repetitions; ++r) {
-      auto rate = pp ? run_prompt(g, t.tokens, rng) : run_generation(g, t.tokens, rng);
+      const bool verify = t.name.find("+k") != std::string::npos;
+      auto rate = pp       ? run_prompt(g, t.tokens, rng)
+                  : verify ? run_verification(g, t.tokens, args.draft_tokens, rng)
+                           : run_generation(g, t.tokens, rng);
       if (!rate.is_ok()) return fail(rate.status().with_context(t.name + ": "));
       if (r >= 0) t.tokens_per_s.push_back(*rate);
     }
@@ -200,6 +227,10 @@ Command add_bench(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("-r,--repetitions", args->repetitions, "timed repetitions of each test")->check(CLI::PositiveNumber);
   app.add_option("--seed", args->seed, "seed of the random prompt tokens");
+  app.add_option("--draft-tokens", args->draft_tokens,
+                 "also tg<n>+k<K>: decoding in runs of 1 + K positions, as speculative decoding verifies K drafts "
+                 "(the ceiling of its speed at K, every draft accepted)")
+      ->check(CLI::Range(1, 64));
   app.add_flag("--json", args->json, "print one JSON object instead of a markdown table");
   add_serving_bench_options(app, args->serving);
   return [args] { return bench_command(*args); };

@@ -178,6 +178,13 @@ expect_error "generate --prompt-lookup with --draft-model" "excludes" \
 expect_error "generate --draft-tokens 0" "draft-tokens" "$ember" generate "$default_model" --prompt hi --prompt-lookup --draft-tokens 0
 expect_error "generate --logprobs without --json" "logprobs needs --json" "$ember" generate "$default_model" --prompt hi --logprobs 2
 expect_error "generate --logprobs 21" "logprobs" "$ember" generate "$default_model" --prompt hi --json --logprobs 21
+expect_error "generate --num-return-sequences above --num-beams" "num-return-sequences 3 exceeds --num-beams 2" \
+  "$ember" generate "$default_model" --prompt hi --num-beams 2 --num-return-sequences 3
+expect_error "generate --length-penalty without --num-beams" "requires --num-beams" \
+  "$ember" generate "$default_model" --prompt hi --length-penalty 2
+expect_error "generate --num-beams with --temperature" "excludes" \
+  "$ember" generate "$default_model" --prompt hi --num-beams 2 --temperature 0.5
+expect_error "generate --num-beams 0" "num-beams" "$ember" generate "$default_model" --prompt hi --num-beams 0
 
 # bench: both tests, and the peak resident memory against weights + KV cache.
 if "$ember" bench "$tmp/llama" -p 16 -n 8 -r 2 --json >"$tmp/bench" 2>&1 &&
@@ -193,6 +200,17 @@ else
   fail "bench: $(cat "$tmp/bench")"
 fi
 expect_error "bench --max-context too small" "below the 16 tokens" "$ember" bench "$tmp/llama" -p 16 -n 4 --max-context 8
+if "$ember" bench "$tmp/llama" -p 0 -n 7 -r 1 --draft-tokens 3 --json >"$tmp/bench_k" 2>&1 &&
+   python3 -c "
+import json, sys
+b = json.load(open(sys.argv[1]))
+assert [r['test'] for r in b['results']] == ['tg7', 'tg7+k3'] and all(r['avg_ts'] > 0 for r in b['results']), b
+" "$tmp/bench_k"; then
+  pass "bench --draft-tokens: tg7+k3"
+else
+  fail "bench --draft-tokens: $(cat "$tmp/bench_k")"
+fi
+expect_error "bench --draft-tokens 0" "draft-tokens" "$ember" bench "$tmp/llama" -p 0 -n 4 --draft-tokens 0
 
 # Bad model folders and requests: each a clear error naming what is wrong.
 long_prompt="$(printf 'word %.0s' $(seq 1 40))"
