@@ -8,26 +8,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "genai/tokenizer_internal.h"
+
 namespace ember::genai {
 namespace {
-
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out.push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
-}
 
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-'; }
 
@@ -203,7 +187,7 @@ class GbnfParser {
         while (pos_ < src_.size() && src_[pos_] != '"') {
           if (src_[pos_] == '\n') return error_at(begin, "unterminated string literal");
           EMBER_ASSIGN_OR_RETURN(char32_t ch, parse_char());
-          append_utf8(text, ch);
+          detail::utf8_append(text, ch);
         }
         if (!at('"')) return error_at(begin, "unterminated string literal");
         ++pos_;
