@@ -2,13 +2,16 @@
 // --temperature T --top-k K --top-p P --min-p P --seed S] [--repetition-penalty R]
 // [--presence-penalty P] [--frequency-penalty F] [--stop TEXT]...
 // [--threads N] [--max-context N] [--json [--logprobs N]] [--prompt-lookup | --draft-model DIR]
-// [--draft-tokens K] [--lookup-ngram N]` (DESIGN.md): encodes the prompt with
+// [--draft-tokens K] [--lookup-ngram N] [--num-beams N [--length-penalty X] [--[no-]early-stopping]
+// [--num-return-sequences K]]` (DESIGN.md): encodes the prompt with
 // the folder's tokenizer.json (special tokens added as Hugging Face's encode
 // does by default) or takes the token ids as given, generates with the engine, and streams the text as it comes
 // (never a broken UTF-8 character, never any part of a stop string); with --json
 // prints one object with the prompt tokens, generated ids, text and timings instead.
 // Speculative decoding (genai/speculative.h) proposes tokens by prompt lookup
-// or with a smaller draft model; the output is the same tokens.
+// or with a smaller draft model; the output is the same tokens. --num-beams
+// runs beam search (genai/beam_search.h) and prints the best hypotheses, one
+// line each (--json: a "sequences" list, best first, with their scores).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -41,6 +44,8 @@ struct GenerateArgs {
   int draft_tokens = 0;  // 0: the method's default
   int lookup_ngram = 3;
   ConstraintArgs constraint;
+  int num_beams = 1;
+  genai::BeamParams beam;
 };
 
 // Draft tokens per model run when --draft-tokens is not given (see
@@ -72,14 +77,55 @@ nlohmann::json logprobs_json(const genai::TokenLogprobs& lp) {
   return {{"token", lp.token}, {"logprob", lp.logprob}, {"top", std::move(top)}};
 }
 
+// --num-beams N > 1: the best hypotheses, as text lines or one --json object.
+int run_beam_search(const GenerateArgs& a, genai::Generator& generator, const genai::Tokenizer& tokenizer,
+                    std::span<const int64_t> prompt, const genai::GenerationParams& params) {
+  genai::BeamParams beam = a.beam;
+  beam.num_beams = a.num_beams;
+  auto results = generator.beam_search(prompt, params, beam);
+  if (!results.is_ok()) return fail(results.status());
+  nlohmann::json sequences = nlohmann::json::array();
+  for (const genai::GenerationResult& r : *results) {
+    genai::TextStream stream(tokenizer, a.stop);
+    for (int64_t token : r.tokens) {
+      if (stream.stopped()) break;
+      stream.put(static_cast<int32_t>(token));
+    }
+    stream.finish();
+    if (!a.json) {
+      fmt::print("{}\n", stream.text());
+      continue;
+    }
+    sequences.push_back({{"generated_tokens", r.tokens},
+                         {"text", stream.text()},
+                         {"score", r.score},
+                         {"stop_reason", stream.stopped() ? "stop_string" : genai::stop_reason_name(r.stop)}});
+  }
+  if (!a.json) return 0;
+  const genai::GenerationStats& st = results->front().stats;
+  nlohmann::json out = {{"prompt_tokens", prompt},
+                        {"num_beams", beam.num_beams},
+                        {"sequences", std::move(sequences)},
+                        {"timings",
+                         {{"time_to_first_token_s", st.first_token_s},
+                          {"prefill_tokens_per_s", st.prefill_tokens_per_s()},
+                          {"decode_steps_per_s", st.decode_tokens_per_s()}}}};
+  fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return 0;
+}
+
 int run_generate(const GenerateArgs& a) {
   if (Status s = genai::validate_stop_strings(a.stop); !s.is_ok()) return fail(s);
   if (a.logprobs && !a.json) return fail(invalid_argument("--logprobs needs --json, where they are printed"));
+  if (a.beam.num_return_sequences > a.num_beams) {
+    return fail(invalid_argument("--num-return-sequences {} exceeds --num-beams {}: each returned sequence is a beam",
+                                 a.beam.num_return_sequences, a.num_beams));
+  }
   auto tokenizer = genai::Tokenizer::from_file(a.model.model_dir + "/tokenizer.json");
   if (!tokenizer.is_ok()) return fail(tokenizer.status());
   auto constraint = load_constraint(a.constraint, a.model, *tokenizer);
   if (!constraint.is_ok()) return fail(constraint.status());
-  auto generator = load_generator(a.model, a.model.max_context);
+  auto generator = load_generator(a.model, a.model.max_context, a.num_beams);
   if (!generator.is_ok()) return fail(generator.status());
   std::vector<int64_t> prompt = a.prompt_ids;
   if (prompt.empty()) {
@@ -91,6 +137,11 @@ int run_generate(const GenerateArgs& a) {
                                                              static_cast<int64_t>(prompt.size()));
   if (a.max_new_tokens) params.max_new_tokens = *a.max_new_tokens;
   apply_sampling_flags(a, params.sampling);
+  if (a.num_beams > 1) {
+    // The folder's do_sample does not apply: beams are chosen by log-probability (the sampling flags exclude --num-beams).
+    params.sampling.greedy = true;
+    return run_beam_search(a, **generator, *tokenizer, prompt, params);
+  }
 
   std::unique_ptr<genai::Generator> draft;
   std::unique_ptr<genai::Drafter> drafter;
@@ -203,6 +254,23 @@ Command add_generate(CLI::App& app) {
   app.add_option("--lookup-ngram", a->lookup_ngram, "Longest n-gram --prompt-lookup matches (it tries n down to 1)")
       ->check(CLI::Range(1, 16));
   add_constraint_options(app, a->constraint);
+  auto* beams = app.add_option("--num-beams", a->num_beams,
+                               "Beam search with this many beams (1: off), as onnxruntime-genai's; prints the best "
+                               "--num-return-sequences hypotheses, one per line")
+                    ->check(CLI::Range(1, 64));
+  app.add_option("--length-penalty", a->beam.length_penalty,
+                 "Beam search: a hypothesis scores its log-probability / length^X, length counting the prompt "
+                 "(default 1; larger favours longer hypotheses, 0 none, negative shorter)")
+      ->needs(beams);
+  app.add_flag("--early-stopping,!--no-early-stopping", a->beam.early_stopping,
+               "Beam search: stop once --num-beams hypotheses have ended (the default, as onnxruntime-genai's); "
+               "--no-early-stopping: only when no open beam can beat them")
+      ->needs(beams);
+  app.add_option("--num-return-sequences", a->beam.num_return_sequences,
+                 "Beam search: print this many best hypotheses (1 to --num-beams, default 1)")
+      ->check(CLI::PositiveNumber)
+      ->needs(beams);
+  for (auto* opt : {temperature, top_k, top_p, min_p, lookup, draft}) beams->excludes(opt);
   return [a] { return run_generate(*a); };
 }
 

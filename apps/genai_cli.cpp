@@ -47,10 +47,11 @@ struct LoadLine {
 
 }  // namespace
 
-Result<std::unique_ptr<genai::Generator>> load_generator(const ModelArgs& args, int capacity) {
+Result<std::unique_ptr<genai::Generator>> load_generator(const ModelArgs& args, int capacity, int max_batch) {
   genai::GeneratorOptions options;
   options.num_threads = args.threads;
   options.max_length = capacity;
+  options.max_batch = max_batch;
   options.decoder_file = args.onnx;
   const LoadLine line;
   options.progress = line.progress(args);

@@ -26,7 +26,8 @@ void add_model_options(CLI::App& app, ModelArgs& args, const std::string& folder
 // Loads the folder's decoder with a KV cache of `capacity` tokens (0: the
 // folder's search.max_length). While the weights are prepacked, stderr shows
 // the percentage loaded when it is a terminal.
-Result<std::unique_ptr<genai::Generator>> load_generator(const ModelArgs& args, int capacity = 0);
+// max_batch: the rows the KV cache holds (beam search: one per beam).
+Result<std::unique_ptr<genai::Generator>> load_generator(const ModelArgs& args, int capacity = 0, int max_batch = 1);
 // The serving engine over the folder's decoder, with the same progress line;
 // --threads, --max-context and --onnx override `options`.
 Result<std::unique_ptr<genai::Engine>> load_engine(const ModelArgs& args, genai::EngineOptions options);

@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "base/tensor.h"
+#include "genai/beam_search.h"
 #include "genai/decoder_io.h"
 #include "genai/genai_config.h"
 #include "genai/kv_cache.h"
@@ -96,6 +97,7 @@ struct GenerationResult {
   std::vector<int64_t> tokens;  // generated, the stopping EOS included
   StopReason stop = StopReason::kMaxNewTokens;
   GenerationStats stats;
+  float score = 0;  // beam_search: the hypothesis' log-probability / length^length_penalty
 };
 
 class Generator {
@@ -127,6 +129,17 @@ class Generator {
   // not called, and top_logprobs >= 0 is refused. Clears the single-sequence cache.
   Result<std::vector<GenerationResult>> generate_batch(std::span<const std::vector<int64_t>> prompts,
                                                        const GenerationParams& params);
+
+  // Beam search (beam_search.h) after `prompt`, as onnxruntime-genai's: the
+  // best num_return_sequences hypotheses, best first, each with its score.
+  // The beams decode batched, one cache row each (max_batch >= num_beams, on
+  // the shared-buffer path); after a step a parent's row passes to its first
+  // child in place and only further children copy it, the cached positions
+  // only. params give max_new_tokens, min_new_tokens and stop_on_eos; sampling,
+  // penalties, constraints, drafts and logprobs are refused; on_token is not
+  // called. Clears the single-sequence cache.
+  Result<std::vector<GenerationResult>> beam_search(std::span<const int64_t> prompt, const GenerationParams& params,
+                                                    const BeamParams& beam);
 
   // Runs `tokens` after the cached ones, prefill_chunk at a time; logits(i)
   // then holds the logits of the last `logits_rows` of them (at most the last

@@ -41,6 +41,20 @@ void SharedBufferKvCache::bind_rows(int64_t rows) {
   }
 }
 
+void SharedBufferKvCache::copy_row(int64_t from, int64_t to, int64_t length) {
+  const size_t position = static_cast<size_t>(shape_.head_size) * dtype_size(shape_.dtype);
+  const size_t head = static_cast<size_t>(capacity_) * position;
+  const size_t row = static_cast<size_t>(shape_.kv_heads) * head;
+  for (Tensor& t : buffers_) {
+    auto* base = static_cast<char*>(t.data());
+    for (int64_t h = 0; h < shape_.kv_heads; ++h) {
+      std::memcpy(base + static_cast<size_t>(to) * row + static_cast<size_t>(h) * head,
+                  base + static_cast<size_t>(from) * row + static_cast<size_t>(h) * head,
+                  static_cast<size_t>(length) * position);
+    }
+  }
+}
+
 int64_t SharedBufferKvCache::bytes() const { return total_bytes(buffers_); }
 
 DoubleBufferKvCache::DoubleBufferKvCache(const KvShape& shape, int64_t capacity) : shape_(shape) {

@@ -63,6 +63,8 @@ class SharedBufferKvCache final : public ContiguousKvCache {
   void bind(int64_t row, int64_t cached, int64_t new_tokens) override;
   // Binds rows [0, rows) for one batched decode step.
   void bind_rows(int64_t rows);
+  // Copies the first `length` positions of row `from` into row `to` (beam search's reordering).
+  void copy_row(int64_t from, int64_t to, int64_t length);
   void truncate(int64_t, int64_t) override {}
   int64_t bytes() const override;
 

@@ -178,6 +178,13 @@ expect_error "generate --prompt-lookup with --draft-model" "excludes" \
 expect_error "generate --draft-tokens 0" "draft-tokens" "$ember" generate "$default_model" --prompt hi --prompt-lookup --draft-tokens 0
 expect_error "generate --logprobs without --json" "logprobs needs --json" "$ember" generate "$default_model" --prompt hi --logprobs 2
 expect_error "generate --logprobs 21" "logprobs" "$ember" generate "$default_model" --prompt hi --json --logprobs 21
+expect_error "generate --num-return-sequences above --num-beams" "num-return-sequences 3 exceeds --num-beams 2" \
+  "$ember" generate "$default_model" --prompt hi --num-beams 2 --num-return-sequences 3
+expect_error "generate --length-penalty without --num-beams" "requires --num-beams" \
+  "$ember" generate "$default_model" --prompt hi --length-penalty 2
+expect_error "generate --num-beams with --temperature" "excludes" \
+  "$ember" generate "$default_model" --prompt hi --num-beams 2 --temperature 0.5
+expect_error "generate --num-beams 0" "num-beams" "$ember" generate "$default_model" --prompt hi --num-beams 0
 
 # bench: both tests, and the peak resident memory against weights + KV cache.
 if "$ember" bench "$tmp/llama" -p 16 -n 8 -r 2 --json >"$tmp/bench" 2>&1 &&

@@ -7,6 +7,7 @@
 // logits, and only there (expect_ort_greedy).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -144,6 +145,65 @@ TEST(Generation, BatchNeedsSharedBufferAndCapacity) {
   auto too_many = g->generate_batch(two, greedy());
   ASSERT_FALSE(too_many.is_ok());
   EXPECT_NE(too_many.status().message().find("max_batch"), std::string::npos);
+}
+
+// Beam search reorders KV rows between beams (a parent's row passes to its
+// first child, other children copy it): every returned hypothesis' score must
+// be what one fresh run over the prompt and its tokens gives, in float64.
+void check_beam_scores(const DecoderFixtureSpec& s) {
+  genai::GeneratorOptions options;
+  options.max_length = 128;
+  options.max_batch = 4;
+  auto g = load(make_test_fixture(s), options);
+  auto fresh = load(make_test_fixture(s));
+  ASSERT_TRUE(g && fresh);
+  const std::vector<int64_t> prompt = prompt_tokens(12, g->config().vocab_size, 3);
+  genai::BeamParams beam;
+  beam.num_beams = 4;
+  beam.num_return_sequences = 4;
+  auto results = g->beam_search(prompt, greedy(24), beam);
+  ASSERT_TRUE(results.is_ok()) << results.status().to_string();
+  ASSERT_EQ(results->size(), 4u);
+  for (const genai::GenerationResult& r : *results) {
+    std::vector<int64_t> run = prompt;
+    run.insert(run.end(), r.tokens.begin(), r.tokens.end() - 1);
+    fresh->reset();
+    ASSERT_TRUE(fresh->append(run, static_cast<int64_t>(r.tokens.size())).is_ok());
+    double sum = 0;
+    for (size_t k = 0; k < r.tokens.size(); ++k) {
+      std::span<float> row = fresh->logits(static_cast<int64_t>(k));
+      double total = 0;
+      const float max = *std::max_element(row.begin(), row.end());
+      for (float x : row) total += std::exp(static_cast<double>(x) - max);
+      sum += row[static_cast<size_t>(r.tokens[k])] - max - std::log(total);
+    }
+    const auto length = static_cast<double>(prompt.size() + r.tokens.size() - (r.stop == genai::StopReason::kEos));
+    EXPECT_NEAR(r.score, sum / length, 1e-3 * std::abs(sum / length)) << "tokens " << ::testing::PrintToString(r.tokens);
+  }
+}
+
+TEST(Generation, BeamSearchRowsQwen2Int4) { check_beam_scores(spec("qwen2", "int4")); }
+TEST(Generation, BeamSearchRowsGemma2Fp32) { check_beam_scores(spec("gemma2", "fp32")); }
+
+TEST(Generation, BeamSearchNeedsSharedBufferAndRows) {
+  const std::vector<int64_t> prompt = {1, 2, 3};
+  genai::BeamParams beam;
+  beam.num_beams = 2;
+  auto two_buffers = load(make_test_fixture(spec("optimum", "fp32")));
+  ASSERT_TRUE(two_buffers);
+  auto refused = two_buffers->beam_search(prompt, greedy(), beam);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("shared-buffer"), std::string::npos);
+  auto g = load(make_test_fixture(spec("qwen2", "int4")));  // max_batch 1
+  ASSERT_TRUE(g);
+  auto too_few_rows = g->beam_search(prompt, greedy(), beam);
+  ASSERT_FALSE(too_few_rows.is_ok());
+  EXPECT_NE(too_few_rows.status().message().find("max_batch"), std::string::npos);
+  genai::GenerationParams sampled = greedy();
+  sampled.sampling.greedy = false;
+  auto sampling = g->beam_search(prompt, sampled, beam);
+  ASSERT_FALSE(sampling.is_ok());
+  EXPECT_NE(sampling.status().message().find("sampling"), std::string::npos);
 }
 
 // Turn 2 = turn 1's prompt and answer, then new tokens: only the new part is prefilled.
