@@ -14,12 +14,15 @@
 // line each (--json: a "sequences" list, best first, with their scores).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "commands.h"
 #include "constraint_cli.h"
+#include "genai/model_folder.h"
 #include "genai/speculative.h"
 #include "genai/tokenizer.h"
 #include "genai_cli.h"
@@ -117,6 +120,12 @@ int run_beam_search(const GenerateArgs& a, genai::Generator& generator, const ge
 int run_generate(const GenerateArgs& a) {
   if (Status s = genai::validate_stop_strings(a.stop); !s.is_ok()) return fail(s);
   if (a.logprobs && !a.json) return fail(invalid_argument("--logprobs needs --json, where they are printed"));
+  if (a.draft_tokens > 0 && !a.prompt_lookup && a.draft_model.empty()) {
+    return fail(invalid_argument("--draft-tokens needs --prompt-lookup or --draft-model"));
+  }
+  if (a.temperature && !std::isfinite(*a.temperature)) {
+    return fail(invalid_argument("--temperature {} is not a finite number", *a.temperature));
+  }
   if (a.beam.num_return_sequences > a.num_beams) {
     return fail(invalid_argument("--num-return-sequences {} exceeds --num-beams {}: each returned sequence is a beam",
                                  a.beam.num_return_sequences, a.num_beams));
@@ -152,7 +161,11 @@ int run_generate(const GenerateArgs& a) {
     ModelArgs draft_args = a.model;
     draft_args.model_dir = a.draft_model;
     draft_args.onnx.clear();
-    auto loaded = load_generator(draft_args, static_cast<int>((*generator)->max_length()));
+    // The draft's cache needs what the target's holds, or less where its context is shorter.
+    auto draft_config = genai::load_model_folder(a.draft_model);
+    if (!draft_config.is_ok()) return fail(draft_config.status().with_context("--draft-model: "));
+    const int64_t draft_capacity = std::min<int64_t>((*generator)->max_length(), draft_config->context_length);
+    auto loaded = load_generator(draft_args, static_cast<int>(draft_capacity));
     if (!loaded.is_ok()) return fail(loaded.status().with_context("--draft-model: "));
     draft = std::move(*loaded);
     if (Status s = genai::check_draft_model(**generator, *draft); !s.is_ok()) return fail(s);
@@ -241,10 +254,10 @@ Command add_generate(CLI::App& app) {
       ->check(CLI::Range(0, genai::kMaxTopLogprobs));
   auto* lookup = app.add_flag("--prompt-lookup", a->prompt_lookup,
                               "Speculative decoding by prompt lookup: propose the tokens that followed the latest earlier "
-                              "occurrence of the text's last n-gram (same output, faster where it copies its input)");
+                              "occurrence of the text's last n-gram (the same tokens, faster where the text copies its input)");
   auto* draft = app.add_option("--draft-model", a->draft_model,
                                "Speculative decoding with this smaller model folder (same tokenizer) proposing tokens "
-                               "greedily (same output)")
+                               "greedily (the same tokens; its own --onnx default decoder)")
                     ->check(CLI::ExistingDirectory);
   lookup->excludes(draft);
   app.add_option("--draft-tokens", a->draft_tokens,
@@ -252,7 +265,8 @@ Command add_generate(CLI::App& app) {
                              kDefaultLookupTokens, kDefaultDraftModelTokens))
       ->check(CLI::Range(1, 64));
   app.add_option("--lookup-ngram", a->lookup_ngram, "Longest n-gram --prompt-lookup matches (it tries n down to 1)")
-      ->check(CLI::Range(1, 16));
+      ->check(CLI::Range(1, 16))
+      ->needs(lookup);
   add_constraint_options(app, a->constraint);
   auto* beams = app.add_option("--num-beams", a->num_beams,
                                "Beam search with this many beams (1: off), as onnxruntime-genai's; prints the best "

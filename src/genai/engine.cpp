@@ -89,6 +89,7 @@ Result<RequestId> Engine::add(EngineRequest request) {
     return invalid_argument("max_new_tokens {} must be at least 1", request.params.max_new_tokens);
   }
   EMBER_RETURN_IF_ERROR(check_top_logprobs(request.params));
+  if (request.params.drafter) return not_implemented("the serving engine does not decode speculatively");
   auto seq = std::make_unique<Sequence>(std::move(request), next_id_++, config_.eos_token_ids);
   seq->arrival = Clock::now();
   const RequestId id = seq->id;

@@ -264,6 +264,7 @@ Result<std::vector<GenerationResult>> Generator::generate_batch(std::span<const 
     return not_implemented("generate_batch: top_logprobs {}: log-probabilities come from generate() or the Engine",
                            params.top_logprobs);
   }
+  if (params.drafter) return not_implemented("generate_batch: speculative decoding runs in generate() only");
   std::vector<GenerationResult> results(static_cast<size_t>(rows));
   std::vector<Sampler> samplers;
   std::vector<std::vector<int64_t>> history(prompts.begin(), prompts.end());

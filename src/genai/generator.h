@@ -49,16 +49,17 @@ struct GenerationParams {
   // kMaxTopLogprobs, each chosen token's logprob and that many most likely
   // alternatives, as sample_with_logprobs (sampling.h) defines them: after
   // penalties, bans and masks, at the sampling temperature, before
-  // truncation. on_logprobs
-  // hears each chosen token's, just before on_token hears the token; the
-  // TokenLogprobs is reused, valid during the call. Nothing is computed or
-  // computed when top_logprobs < 0 or on_logprobs is empty.
+  // truncation. on_logprobs hears each chosen token's, just before on_token
+  // hears the token; the TokenLogprobs is reused, valid during the call.
+  // Nothing is computed when top_logprobs < 0 or on_logprobs is empty.
   int top_logprobs = -1;
   std::function<void(const TokenLogprobs&)> on_logprobs;
   // Speculative decoding (speculative.h) when both are set: each model run
   // takes the pending token and up to num_draft_tokens the drafter proposes,
   // and keeps those the sampler chain chooses in turn. The tokens are the ones
-  // plain decoding chooses. The drafter must outlive the call.
+  // plain decoding chooses, up to the rounding of a multi-position run
+  // (speculative.h says where that is exact). The drafter must outlive the
+  // call. generate() only: generate_batch and the Engine refuse a drafter.
   Drafter* drafter = nullptr;
   int num_draft_tokens = 0;
   // A constraint on the output (constraint.h's GrammarMask: JSON Schema,

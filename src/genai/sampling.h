@@ -125,8 +125,7 @@ void token_logprobs(std::span<const float> logits, int64_t chosen, int top, Toke
 // logprobs (OpenAI's logprobs / top_logprobs) into `out`: token_logprobs over
 // the row as the chain left it, after the processors that change the
 // distribution (penalties, token bans, grammar masks) and at the sampling
-// temperature (1 for greedy), before truncation (top-k, top-p, min-p), as
-// vLLM's processed_logprobs. With top < 0 this is sampler.sample() alone.
+// temperature (1 for greedy), before truncation (top-k, top-p, min-p). With top < 0 this is sampler.sample() alone.
 int64_t sample_with_logprobs(Sampler& sampler, std::span<float> logits, std::span<const int64_t> history, int top,
                              TokenLogprobs& out);
 

@@ -13,7 +13,11 @@
 // accepting x when y == x, else emitting y. Each emitted token is therefore a
 // draw from the target's own distribution, with the same random stream as
 // without speculation: greedy output is unchanged, and sampled output is the
-// same draw as well (up to the arithmetic of a k-row run against a 1-row one).
+// same draw as well, up to the arithmetic of a k-row run against a 1-row one:
+// exact where kernels compute each row alone (Ember's MatMulNBits quantizes
+// activations per row), not where a graph quantizes activations per tensor
+// (DynamicQuantizeLinear), whose scale then depends on the drafts in the run.
+// A DraftModelDrafter serves one generate() at a time.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -60,8 +64,9 @@ class DraftModelDrafter : public Drafter {
   Generator& draft_;
 };
 
-// An error unless `draft` can draft for `target`: the same vocabulary size,
-// end-of-sequence tokens, and tokenizer.json vocabulary and added tokens.
+// An error unless `draft` can draft for `target`: another Generator, a
+// vocabulary no larger than the target's, and the same tokenizer.json
+// vocabulary and added tokens.
 Status check_draft_model(const Generator& target, const Generator& draft);
 
 }  // namespace ember::genai

@@ -169,13 +169,16 @@ assert drafted['speculation']['method'] == 'draft_model' and drafted['speculatio
 else
   fail "generate speculative: $(cat "$tmp/lookup" "$tmp/drafted")"
 fi
-expect_error "generate --draft-model with another vocabulary" "draft model .*vocabulary" \
+expect_error "generate --draft-model with another tokenizer" "draft model .*tokenizer" \
   "$ember" generate "$default_model" --prompt hi --draft-model "$tmp/llama"
 expect_error "generate --draft-model that is not a folder" "draft-model" \
   "$ember" generate "$default_model" --prompt hi --draft-model "$tmp/no_such"
 expect_error "generate --prompt-lookup with --draft-model" "excludes" \
   "$ember" generate "$default_model" --prompt hi --prompt-lookup --draft-model "$default_model"
 expect_error "generate --draft-tokens 0" "draft-tokens" "$ember" generate "$default_model" --prompt hi --prompt-lookup --draft-tokens 0
+expect_error "generate --draft-tokens alone" "draft-tokens needs" "$ember" generate "$default_model" --prompt hi --draft-tokens 2
+expect_error "generate --lookup-ngram alone" "requires --prompt-lookup|prompt-lookup" "$ember" generate "$default_model" --prompt hi --lookup-ngram 2
+expect_error "generate --temperature nan" "not a finite number" "$ember" generate "$default_model" --prompt hi --temperature nan
 expect_error "generate --logprobs without --json" "logprobs needs --json" "$ember" generate "$default_model" --prompt hi --logprobs 2
 expect_error "generate --logprobs 21" "logprobs" "$ember" generate "$default_model" --prompt hi --json --logprobs 21
 expect_error "generate --num-return-sequences above --num-beams" "num-return-sequences 3 exceeds --num-beams 2" \
