@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# Runs `ember test-onnx` on one libonnx-testdata folder. Fails if fewer cases pass
-# than the folder's floor in floors.txt, or if a case FAILs that is not listed,
-# with its reason, in known_failures.txt.
-# Usage: check_floor.sh FOLDER_NAME EMBER_COMMAND...
+# Runs `ember test-onnx` on one folder of ONNX backend test cases: a
+# libonnx-testdata folder by its name, or with --data DIR the cases in DIR
+# (tools/write_onnx_node_tests.py's). Fails if fewer cases pass than the
+# name's floor in floors.txt, or if a case FAILs that is not listed, with its
+# reason, in known_failures.txt.
+# Usage: check_floor.sh [--data DIR] NAME EMBER_COMMAND...
 # (EMBER_COMMAND: the binary, or e.g. `qemu-x86_64 -cpu Nehalem build/ember`)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+data=""
+if [ "$1" = --data ]; then
+  data="$2"
+  shift 2
+fi
 name="$1"
 shift
-data="/usr/share/libonnx-testdata/data/$name"
+data="${data:-/usr/share/libonnx-testdata/data/$name}"
 floor=$(awk -v n="$name" '$1 == n {print $2}' "$here/floors.txt")
 [ -n "$floor" ] || { echo "no floor for $name in floors.txt"; exit 1; }
 out=$("$@" test-onnx "$data" || true)
