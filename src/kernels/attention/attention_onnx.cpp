@@ -298,7 +298,14 @@ Result<Attrs> read_attrs(const ir::Node& node) {
   at.qk_mode = r.get_int("qk_matmul_output_mode", 0);
   at.scale = r.get_float("scale", 0.0f);
   at.softcap = r.get_float("softcap", 0.0f);
+  const int64_t left_window = r.get_int("left_window_size", -1);
+  const int64_t right_window = r.get_int("right_window_size", -1);
   EMBER_RETURN_IF_ERROR(r.status());
+  if (left_window != -1 || right_window != -1) {
+    return not_implemented("node '{}': Attention's sliding window (left_window_size={}, right_window_size={}, opset 25) "
+                           "is not implemented",
+                           node.name, left_window, right_window);
+  }
   if (causal != 0 && causal != 1) return invalid_argument("node '{}': is_causal={} must be 0 or 1", node.name, causal);
   if (at.qk_mode < 0 || at.qk_mode > 3) {
     return invalid_argument("node '{}': qk_matmul_output_mode={} must be 0, 1, 2 or 3", node.name, at.qk_mode);

@@ -98,6 +98,10 @@ KernelResult create_space_to_depth(const KernelInit& init) {
   EMBER_RETURN_IF_ERROR(check_movable_dtype(init.input_dtypes[0], "input 0"));
   ir::AttrReader attrs(init.node);
   EMBER_ASSIGN_OR_RETURN(int64_t block, read_blocksize(attrs));
+  const std::string mode = attrs.get_string("mode", "DCR");
+  EMBER_RETURN_IF_ERROR(attrs.status());
+  if (mode == "CRD") return not_implemented("SpaceToDepth mode 'CRD' (opset 28) is not implemented");
+  if (mode != "DCR") return invalid_argument("mode '{}' is not DCR or CRD", mode);
   return std::unique_ptr<OpKernel>(
       new SpaceDepthKernel(Layout::kSpaceToDepth, block, dtype_size(init.input_dtypes[0])));
 }
