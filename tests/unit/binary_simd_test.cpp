@@ -320,6 +320,12 @@ TEST(BinaryOps, Mod) {
     check_op<int32_t>("Mod", as, bs, [](double x, double y) { return x - y * std::floor(x / y); }, true);
     check_op<float>("Mod", as, bs, [](double x, double y) { return std::fmod(x, y); }, false,
                     {test::attr_int("fmod", 1)});
+    // fmod=0 on floats: numpy.mod, the divisor's sign (x - y * floor(x / y); by an infinite
+    // divisor, x when it has the divisor's sign or is zero, else the divisor).
+    check_op<float>("Mod", as, bs, [](double x, double y) {
+      if (std::isinf(y) && std::isfinite(x)) return x == 0 || (x < 0) == (y < 0) ? x : y;
+      return x - y * std::floor(x / y);
+    }, false);
   }
 }
 

@@ -131,9 +131,17 @@ TEST(ElementwiseBinary, ModSignConventions) {
   Tensor fa = make_tensor<float>({2}, {-4.5f, 7.5f});
   Tensor fb = make_tensor<float>({2}, {2.0f, -2.0f});
   expect_floats_near(values_of<float>(run1("Mod", {&fa, &fb}, {test::attr_int("fmod", 1)})), {-0.5f, 1.5f});
-  auto r = run_op("Mod", {&fa, &fb});
-  ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().message().find("fmod must be 1"), std::string::npos) << r.status().message();
+  // fmod=0 on floats (opset 24): numpy.mod, with its infinities, zeros and NaNs.
+  const float inf = INFINITY;
+  Tensor ea = make_tensor<float>({6}, {-4.5f, 7.5f, -1.0f, 1.0f, inf, 3.0f});
+  Tensor eb = make_tensor<float>({6}, {2.0f, -2.0f, inf, -inf, 2.0f, 0.0f});
+  const std::vector<float> got = values_of<float>(run1("Mod", {&ea, &eb}));
+  EXPECT_EQ(got[0], 1.5f);
+  EXPECT_EQ(got[1], -0.5f);
+  EXPECT_EQ(got[2], inf);
+  EXPECT_EQ(got[3], -inf);
+  EXPECT_TRUE(std::isnan(got[4]));
+  EXPECT_TRUE(std::isnan(got[5]));
 }
 
 TEST(ElementwiseBinary, PowMixedDtypes) {
