@@ -48,7 +48,7 @@ import onnxruntime as ort
 import onnxruntime_genai as og
 from tokenizers import Tokenizer
 
-from genai_greedy import int8_tolerance
+from genai_greedy import int8_tolerance, last_logits
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NEW_TOKENS = 20
@@ -131,17 +131,7 @@ class Replay:
     def logits(self, tokens):
         key = tuple(tokens)
         if key not in self.cache:
-            feeds = {}
-            for i in self.session.get_inputs():
-                if i.name == "input_ids":
-                    feeds[i.name] = np.array([tokens], np.int64)
-                elif i.name == "attention_mask":
-                    feeds[i.name] = np.ones((1, len(tokens)), np.int64)
-                elif i.name == "position_ids":
-                    feeds[i.name] = np.arange(len(tokens), dtype=np.int64)[None]
-                else:
-                    feeds[i.name] = np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32)
-            row = self.session.run(None, feeds)[0][0, -1].astype(np.float64)
+            row = last_logits(self.session, tokens)
             self.cache[key] = (row - row.max() - np.log(np.exp(row - row.max()).sum()), np.sqrt(np.mean(row ** 2)))
         return self.cache[key]
 

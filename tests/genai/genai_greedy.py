@@ -59,9 +59,8 @@ def int8_tolerance(layers):
     return 0.1 if layers <= 2 else 0.5
 
 
-def reference_top2(folder, tokens):
-    """ONNX Runtime's logits after `tokens` (one run from an empty cache): the top two ids and their gap / RMS."""
-    session = ort.InferenceSession(os.path.join(folder, "model.onnx"), providers=["CPUExecutionProvider"])
+def last_logits(session, tokens):
+    """An ONNX Runtime decoder session's float64 logits after `tokens`, one run from an empty cache."""
     feeds = {}
     for i in session.get_inputs():
         if i.name == "input_ids":
@@ -72,7 +71,13 @@ def reference_top2(folder, tokens):
             feeds[i.name] = np.arange(len(tokens), dtype=np.int64)[None]
         else:  # past key/value [batch, kv_heads, 0, head_size]
             feeds[i.name] = np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32)
-    logits = session.run(None, feeds)[0][0, -1].astype(np.float64)
+    return session.run(None, feeds)[0][0, -1].astype(np.float64)
+
+
+def reference_top2(folder, tokens):
+    """ONNX Runtime's logits after `tokens` (one run from an empty cache): the top two ids and their gap / RMS."""
+    session = ort.InferenceSession(os.path.join(folder, "model.onnx"), providers=["CPUExecutionProvider"])
+    logits = last_logits(session, tokens)
     top = np.argsort(logits)[::-1][:2]
     return int(top[0]), int(top[1]), (logits[top[0]] - logits[top[1]]) / np.sqrt(np.mean(logits ** 2))
 
