@@ -26,17 +26,11 @@ namespace {
 using fixtures::DecoderFixtureSpec;
 using fixtures::expect_ort_greedy;
 using fixtures::make_test_fixture;
+using fixtures::load_generator;
 using fixtures::prompt_tokens;
+using fixtures::spec;
 
 constexpr int kNewTokens = 64;
-
-DecoderFixtureSpec spec(const char* family, const char* weights, const char* attention = "gqa") {
-  DecoderFixtureSpec s;
-  s.family = family;
-  s.weights = weights;
-  s.attention = attention;
-  return s;
-}
 
 genai::GenerationParams greedy(int n = kNewTokens) {
   genai::GenerationParams p;
@@ -44,21 +38,9 @@ genai::GenerationParams greedy(int n = kNewTokens) {
   return p;
 }
 
-std::unique_ptr<genai::Generator> load(const std::string& dir, const genai::GeneratorOptions& options) {
-  auto g = genai::Generator::load(dir, options);
-  EXPECT_TRUE(g.is_ok()) << g.status().to_string();
-  return g.is_ok() ? std::move(*g) : nullptr;
-}
-
-std::unique_ptr<genai::Generator> load(const std::string& dir, int max_length = 128) {
-  genai::GeneratorOptions options;
-  options.max_length = max_length;
-  return load(dir, options);
-}
-
 void check_greedy(const DecoderFixtureSpec& s, bool expect_shared) {
   const std::string dir = make_test_fixture(s);
-  auto g = load(dir);
+  auto g = load_generator(dir);
   ASSERT_TRUE(g);
   EXPECT_EQ(g->shares_kv_buffer(), expect_shared);
   EXPECT_TRUE(g->gathered_logits());  // every fixture's LM head is recognized
@@ -88,7 +70,7 @@ void check_batch(const DecoderFixtureSpec& s) {
   genai::GeneratorOptions options;
   options.max_length = 128;
   options.max_batch = 3;
-  auto g = load(dir, options);
+  auto g = load_generator(dir, options);
   ASSERT_TRUE(g);
   const int vocab = g->config().vocab_size;
   const std::vector<std::vector<int64_t>> prompts = {prompt_tokens(5, vocab, 4), prompt_tokens(12, vocab, 0),
@@ -118,7 +100,7 @@ TEST(Generation, SlidingWindowFromGenaiConfig) {
   config["model"]["decoder"]["sliding_window"] = {{"window_size", 8}, {"slide_key_value_cache", false},
                                                   {"slide_inputs", false}, {"layers", nlohmann::json::array()}};
   std::ofstream(config_path) << config.dump(2);
-  auto g = load(dir);
+  auto g = load_generator(dir);
   ASSERT_TRUE(g);
   const auto prompt = prompt_tokens(12, g->config().vocab_size, 0);
   auto result = g->generate(prompt, greedy());
@@ -133,13 +115,13 @@ TEST(Generation, Qwen2Int4Batch3) { check_batch(spec("qwen2", "int4")); }
 TEST(Generation, Gemma2Fp32Batch3) { check_batch(spec("gemma2", "fp32")); }
 
 TEST(Generation, BatchNeedsSharedBufferAndCapacity) {
-  auto two_buffers = load(make_test_fixture(spec("optimum", "fp32")));
+  auto two_buffers = load_generator(make_test_fixture(spec("optimum", "fp32")));
   ASSERT_TRUE(two_buffers);
   const std::vector<std::vector<int64_t>> prompts = {{1, 2, 3}};
   auto refused = two_buffers->generate_batch(prompts, greedy());
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find("shared-buffer"), std::string::npos);
-  auto g = load(make_test_fixture(spec("qwen2", "int4")));
+  auto g = load_generator(make_test_fixture(spec("qwen2", "int4")));
   ASSERT_TRUE(g);
   const std::vector<std::vector<int64_t>> two = {{1, 2}, {3}};
   auto too_many = g->generate_batch(two, greedy());
@@ -154,8 +136,8 @@ void check_beam_scores(const DecoderFixtureSpec& s) {
   genai::GeneratorOptions options;
   options.max_length = 128;
   options.max_batch = 4;
-  auto g = load(make_test_fixture(s), options);
-  auto fresh = load(make_test_fixture(s));
+  auto g = load_generator(make_test_fixture(s), options);
+  auto fresh = load_generator(make_test_fixture(s));
   ASSERT_TRUE(g && fresh);
   const std::vector<int64_t> prompt = prompt_tokens(12, g->config().vocab_size, 3);
   genai::BeamParams beam;
@@ -189,12 +171,12 @@ TEST(Generation, BeamSearchNeedsSharedBufferAndRows) {
   const std::vector<int64_t> prompt = {1, 2, 3};
   genai::BeamParams beam;
   beam.num_beams = 2;
-  auto two_buffers = load(make_test_fixture(spec("optimum", "fp32")));
+  auto two_buffers = load_generator(make_test_fixture(spec("optimum", "fp32")));
   ASSERT_TRUE(two_buffers);
   auto refused = two_buffers->beam_search(prompt, greedy(), beam);
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find("shared-buffer"), std::string::npos);
-  auto g = load(make_test_fixture(spec("qwen2", "int4")));  // max_batch 1
+  auto g = load_generator(make_test_fixture(spec("qwen2", "int4")));  // max_batch 1
   ASSERT_TRUE(g);
   auto too_few_rows = g->beam_search(prompt, greedy(), beam);
   ASSERT_FALSE(too_few_rows.is_ok());
@@ -209,8 +191,8 @@ TEST(Generation, BeamSearchNeedsSharedBufferAndRows) {
 // Turn 2 = turn 1's prompt and answer, then new tokens: only the new part is prefilled.
 void check_follow_up(const DecoderFixtureSpec& s) {
   const std::string dir = make_test_fixture(s);
-  auto chat = load(dir);
-  auto fresh = load(dir);
+  auto chat = load_generator(dir);
+  auto fresh = load_generator(dir);
   ASSERT_TRUE(chat && fresh);
   std::vector<int64_t> conversation = prompt_tokens(10, chat->config().vocab_size, 1);
   auto first = chat->generate(conversation, greedy(20));
@@ -244,7 +226,7 @@ void check_chunked_prefill(const DecoderFixtureSpec& s) {
   genai::GeneratorOptions options;
   options.max_length = 128;
   options.prefill_chunk = 7;
-  auto g = load(dir, options);
+  auto g = load_generator(dir, options);
   ASSERT_TRUE(g);
   const auto prompt = prompt_tokens(40, g->config().vocab_size, 6);
   auto result = g->generate(prompt, greedy(24));
@@ -261,7 +243,7 @@ TEST(Generation, FollowUpTurnTwoBuffers) { check_follow_up(spec("optimum", "fp32
 
 TEST(Generation, StopsOnEosAndCallback) {
   const std::string dir = make_test_fixture(spec("qwen2", "int4"));
-  auto g = load(dir);
+  auto g = load_generator(dir);
   ASSERT_TRUE(g);
   const auto prompt = prompt_tokens(12, g->config().vocab_size, 0);
   auto plain = g->generate(prompt, greedy(8));
@@ -295,7 +277,7 @@ TEST(Generation, StopsOnEosAndCallback) {
 
 TEST(Generation, ContextLimits) {
   const std::string dir = make_test_fixture(spec("qwen2", "int4"));
-  auto g = load(dir, 16);
+  auto g = load_generator(dir, 16);
   ASSERT_TRUE(g);
   auto too_long = g->generate(prompt_tokens(16, g->config().vocab_size, 0), greedy());
   ASSERT_FALSE(too_long.is_ok());
@@ -332,7 +314,7 @@ TEST(Generation, ThreadsAndSeedReproducible) {
     genai::GeneratorOptions options;
     options.max_length = 128;
     options.num_threads = threads;
-    auto g = load(dir, options);
+    auto g = load_generator(dir, options);
     ASSERT_TRUE(g);
     auto r = g->generate(prompt, p);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
@@ -340,7 +322,7 @@ TEST(Generation, ThreadsAndSeedReproducible) {
   }
   EXPECT_EQ(runs[0], runs[1]);
   EXPECT_EQ(runs[1], runs[2]);
-  auto g = load(dir);
+  auto g = load_generator(dir);
   p.sampling.seed = 10;
   auto other = g->generate(prompt, p);
   ASSERT_TRUE(other.is_ok());

@@ -7,12 +7,14 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "compare.h"
 #include "decoder_fixture.h"
 #include "genai/genai_config.h"
+#include "genai/generator.h"
 #include "genai/sampling.h"
 #include "ort_reference.h"
 
@@ -26,6 +28,28 @@ inline std::string make_test_fixture(const DecoderFixtureSpec& s) {
   Status made = make_decoder_fixture(s, EMBER_SOURCE_DIR "/tools/make_decoder_fixtures.py", dir.string());
   EXPECT_TRUE(made.is_ok()) << made.to_string();
   return dir.string();
+}
+
+// A fixture of `family` with `weights` (int4, fp32) and `attention` (gqa, mha), the rest the preset's.
+inline DecoderFixtureSpec spec(const char* family, const char* weights, const char* attention = "gqa") {
+  DecoderFixtureSpec s;
+  s.family = family;
+  s.weights = weights;
+  s.attention = attention;
+  return s;
+}
+
+// Generator::load, failing the test (and returning null) when it fails.
+inline std::unique_ptr<genai::Generator> load_generator(const std::string& dir, const genai::GeneratorOptions& options) {
+  auto g = genai::Generator::load(dir, options);
+  EXPECT_TRUE(g.is_ok()) << g.status().to_string();
+  return g.is_ok() ? std::move(*g) : nullptr;
+}
+
+inline std::unique_ptr<genai::Generator> load_generator(const std::string& dir, int max_length = 128) {
+  genai::GeneratorOptions options;
+  options.max_length = max_length;
+  return load_generator(dir, options);
 }
 
 inline std::vector<int64_t> prompt_tokens(int length, int vocab, int salt) {

@@ -19,23 +19,9 @@ namespace {
 
 using fixtures::DecoderFixtureSpec;
 using fixtures::make_test_fixture;
+using fixtures::load_generator;
 using fixtures::prompt_tokens;
-
-DecoderFixtureSpec spec(const char* family, const char* weights, const char* attention = "gqa") {
-  DecoderFixtureSpec s;
-  s.family = family;
-  s.weights = weights;
-  s.attention = attention;
-  return s;
-}
-
-std::unique_ptr<genai::Generator> load(const std::string& dir, int max_length = 128) {
-  genai::GeneratorOptions options;
-  options.max_length = max_length;
-  auto g = genai::Generator::load(dir, options);
-  EXPECT_TRUE(g.is_ok()) << g.status().to_string();
-  return g.is_ok() ? std::move(*g) : nullptr;
-}
+using fixtures::spec;
 
 genai::GenerationParams greedy(int n) {
   genai::GenerationParams p;
@@ -81,8 +67,8 @@ void expect_cache_is_history(const genai::Generator& g, const std::vector<int64_
 
 void check_family(const DecoderFixtureSpec& s) {
   const std::string dir = make_test_fixture(s);
-  auto g = load(dir);
-  auto draft = load(dir);
+  auto g = load_generator(dir);
+  auto draft = load_generator(dir);
   ASSERT_TRUE(g && draft);
   const int64_t vocab = g->config().vocab_size;
   const auto prompt = prompt_tokens(12, vocab, 0);
@@ -169,7 +155,7 @@ TEST(Speculative, Qwen2Fp32MultiHeadAttentionTwoBuffers) { check_family(spec("qw
 // context) end where plain decoding ends, and the next turn reuses the cache.
 TEST(Speculative, StopsInsideARunAndTheCacheStaysExact) {
   const std::string dir = make_test_fixture(spec("qwen2", "int4"));
-  auto g = load(dir, 40);
+  auto g = load_generator(dir, 40);
   ASSERT_TRUE(g);
   const int64_t vocab = g->config().vocab_size;
   const auto prompt = prompt_tokens(12, vocab, 2);
@@ -236,7 +222,7 @@ TEST(Speculative, StopsInsideARunAndTheCacheStaysExact) {
 // Logprobs come from each token's own row of a speculative run: the same as plain decoding's.
 TEST(Speculative, LogprobsMatchPlainDecoding) {
   const std::string dir = make_test_fixture(spec("llama", "fp32"));
-  auto g = load(dir);
+  auto g = load_generator(dir);
   ASSERT_TRUE(g);
   const auto prompt = prompt_tokens(12, g->config().vocab_size, 1);
   std::vector<genai::TokenLogprobs> plain_lp, spec_lp;
@@ -287,8 +273,8 @@ TEST(Speculative, PromptLookupProposesWhatFollowedTheLatestMatch) {
 TEST(Speculative, DraftModelMustShareTheVocabulary) {
   DecoderFixtureSpec other = spec("qwen2", "int4");
   other.vocab = 1024;  // more than the target's 512
-  auto g = load(make_test_fixture(spec("qwen2", "int4")));
-  auto small = load(make_test_fixture(other));
+  auto g = load_generator(make_test_fixture(spec("qwen2", "int4")));
+  auto small = load_generator(make_test_fixture(other));
   ASSERT_TRUE(g && small);
   ASSERT_NE(g->config().vocab_size, small->config().vocab_size);
   const Status refused = genai::check_draft_model(*g, *small);
