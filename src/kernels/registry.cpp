@@ -16,6 +16,8 @@ const OpRegistry& OpRegistry::instance() {
     register_control_ops(r);
     register_quant_ops(r);
     register_attention_ops(r);
+    register_recurrent_ops(r);
+    register_signal_ops(r);
     return r;
   }();
   return registry;

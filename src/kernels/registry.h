@@ -43,6 +43,8 @@ void register_norm_ops(OpRegistry& r);             // kernels/norm/
 void register_control_ops(OpRegistry& r);          // kernels/control/
 void register_quant_ops(OpRegistry& r);            // kernels/quant/
 void register_attention_ops(OpRegistry& r);        // kernels/attention/
+void register_recurrent_ops(OpRegistry& r);        // kernels/recurrent/: RNN, GRU, LSTM
+void register_signal_ops(OpRegistry& r);           // kernels/signal/: DFT, STFT, windows, MelWeightMatrix
 
 // Builds the kernel for a node, with the node's label on any error.
 Result<std::unique_ptr<OpKernel>> create_kernel(const KernelInit& init);
