@@ -60,9 +60,24 @@ size_t dtype_size(DType t) {
     case DType::kF64: case DType::kI64: case DType::kU64: return 8;
     case DType::kF16: case DType::kBF16: case DType::kI16: case DType::kU16: return 2;
     case DType::kI8: case DType::kU8: case DType::kBool: return 1;
+    case DType::kF8E4M3FN: case DType::kF8E4M3FNUZ: case DType::kF8E5M2: case DType::kF8E5M2FNUZ: case DType::kF8E8M0:
+      return 1;
+    case DType::kU4: case DType::kI4: case DType::kF4E2M1: case DType::kU2: case DType::kI2:
     case DType::kUndefined: case DType::kString: return 0;
   }
   return 0;
+}
+
+int dtype_bits(DType t) {
+  switch (t) {
+    case DType::kU4: case DType::kI4: case DType::kF4E2M1: return 4;
+    case DType::kU2: case DType::kI2: return 2;
+    default: return static_cast<int>(dtype_size(t)) * 8;
+  }
+}
+
+size_t dtype_nbytes(DType t, int64_t numel) {
+  return (static_cast<size_t>(numel) * static_cast<size_t>(dtype_bits(t)) + 7) / 8;
 }
 
 std::string_view dtype_name(DType t) {
@@ -81,6 +96,16 @@ std::string_view dtype_name(DType t) {
     case DType::kU64: return "uint64";
     case DType::kBool: return "bool";
     case DType::kString: return "string";
+    case DType::kF8E4M3FN: return "float8e4m3fn";
+    case DType::kF8E4M3FNUZ: return "float8e4m3fnuz";
+    case DType::kF8E5M2: return "float8e5m2";
+    case DType::kF8E5M2FNUZ: return "float8e5m2fnuz";
+    case DType::kU4: return "uint4";
+    case DType::kI4: return "int4";
+    case DType::kF4E2M1: return "float4e2m1";
+    case DType::kF8E8M0: return "float8e8m0";
+    case DType::kU2: return "uint2";
+    case DType::kI2: return "int2";
     case DType::kUndefined: return "undefined";
   }
   return "unknown";
@@ -98,6 +123,8 @@ bool dtype_is_unsigned_int(DType t) {
 bool dtype_is_known(int32_t onnx_type) {
   switch (onnx_type) {
     case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 9: case 10: case 11: case 12: case 13: case 16:
+      return true;
+    case 17: case 18: case 19: case 20: case 21: case 22: case 23: case 24: case 25: case 26:
       return true;
     default:
       return false;

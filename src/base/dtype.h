@@ -24,6 +24,18 @@ enum class DType : int32_t {
   kU32 = 12,
   kU64 = 13,
   kBF16 = 16,
+  // The narrow formats (ONNX 1.15+): only conversion ops (Cast, CastLike,
+  // QuantizeLinear, DequantizeLinear, BitCast) and data movement read them.
+  kF8E4M3FN = 17,
+  kF8E4M3FNUZ = 18,
+  kF8E5M2 = 19,
+  kF8E5M2FNUZ = 20,
+  kU4 = 21,  // 4-bit and 2-bit types are packed, the first element in the low bits
+  kI4 = 22,
+  kF4E2M1 = 23,
+  kF8E8M0 = 24,
+  kU2 = 25,
+  kI2 = 26,
 };
 
 // IEEE 754 binary16, stored as bits.
@@ -57,9 +69,15 @@ struct BFloat16 {
   }
 };
 
-size_t dtype_size(DType t);  // 0 for kUndefined and kString
+size_t dtype_size(DType t);  // 0 for kUndefined, kString and the packed sub-byte types
+int dtype_bits(DType t);     // bits per element: 8 * dtype_size, 4 or 2 for packed types
+// Bytes that `numel` elements occupy; packed types round up to a whole byte.
+size_t dtype_nbytes(DType t, int64_t numel);
+inline bool dtype_is_packed(DType t) { return dtype_bits(t) > 0 && dtype_bits(t) < 8; }
+// One of the float8/float4/int4/int2 types (ONNX types 17-26).
+inline bool dtype_is_narrow(DType t) { return t >= DType::kF8E4M3FN && t <= DType::kI2; }
 std::string_view dtype_name(DType t);  // "float32", "int64", ...
-bool dtype_is_float(DType t);
+bool dtype_is_float(DType t);  // f32, f64, f16, bf16 (not the narrow types)
 bool dtype_is_signed_int(DType t);
 bool dtype_is_unsigned_int(DType t);
 inline bool dtype_is_int(DType t) { return dtype_is_signed_int(t) || dtype_is_unsigned_int(t); }

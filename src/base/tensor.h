@@ -37,7 +37,7 @@ class Tensor {
   int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
   int64_t dim(int64_t i) const { return shape_[static_cast<size_t>(i)]; }
   int64_t numel() const { return shape_numel(shape_); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  size_t nbytes() const { return dtype_nbytes(dtype_, numel()); }
   bool owns_storage() const { return storage_ != nullptr; }
   // Owns its storage and no other Tensor shares it: safe to overwrite in place.
   bool owns_unique_storage() const { return storage_ != nullptr && storage_.use_count() == 1; }
