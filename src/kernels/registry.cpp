@@ -18,6 +18,7 @@ const OpRegistry& OpRegistry::instance() {
     register_attention_ops(r);
     register_recurrent_ops(r);
     register_signal_ops(r);
+    register_conv_ops(r);
     return r;
   }();
   return registry;

@@ -45,6 +45,7 @@ void register_quant_ops(OpRegistry& r);            // kernels/quant/
 void register_attention_ops(OpRegistry& r);        // kernels/attention/
 void register_recurrent_ops(OpRegistry& r);        // kernels/recurrent/: RNN, GRU, LSTM
 void register_signal_ops(OpRegistry& r);           // kernels/signal/: DFT, STFT, windows, MelWeightMatrix
+void register_conv_ops(OpRegistry& r);             // kernels/conv/: ConvTranspose, DeformConv, LpPool, MaxUnpool, LRN, ConvInteger, QLinearConv, RoiAlign
 
 // Builds the kernel for a node, with the node's label on any error.
 Result<std::unique_ptr<OpKernel>> create_kernel(const KernelInit& init);
