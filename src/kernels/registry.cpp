@@ -18,6 +18,8 @@ const OpRegistry& OpRegistry::instance() {
     register_attention_ops(r);
     register_recurrent_ops(r);
     register_signal_ops(r);
+    register_string_ops(r);
+    register_ml_ops(r);
     register_conv_ops(r);
     return r;
   }();
@@ -64,6 +66,13 @@ Result<std::unique_ptr<OpKernel>> create_kernel(const KernelInit& init) {
       return not_implemented("{}: opset {} of this op is not supported", node.label(), node.opset);
     }
     return not_implemented("{}: unsupported op", node.label());
+  }
+  if (!e->strings) {
+    for (size_t i = 0; i < init.input_dtypes.size(); ++i) {
+      if (init.input_dtypes[i] == DType::kString) {
+        return not_implemented("{}: input {} is a string tensor, which this op does not support", node.label(), i);
+      }
+    }
   }
   auto kernel = e->create(init);
   if (!kernel.is_ok()) return kernel.status().with_context(node.label() + ": ");

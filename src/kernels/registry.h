@@ -15,6 +15,9 @@ struct OpEntry {
   int since_version;         // first opset of `domain` this entry covers
   int until_version;         // last opset covered (INT_MAX: up to the newest)
   KernelFactory create;
+  // The factory accepts string tensors among its inputs; other ops are refused
+  // at creation when an input is a string (their kernels copy raw bytes).
+  bool strings = false;
 };
 
 class OpRegistry {
@@ -45,6 +48,8 @@ void register_quant_ops(OpRegistry& r);            // kernels/quant/
 void register_attention_ops(OpRegistry& r);        // kernels/attention/
 void register_recurrent_ops(OpRegistry& r);        // kernels/recurrent/: RNN, GRU, LSTM
 void register_signal_ops(OpRegistry& r);           // kernels/signal/: DFT, STFT, windows, MelWeightMatrix
+void register_string_ops(OpRegistry& r);           // kernels/string/: string tensors, text featurizers
+void register_ml_ops(OpRegistry& r);               // kernels/ml/: the ai.onnx.ml domain
 void register_conv_ops(OpRegistry& r);             // kernels/conv/: ConvTranspose, DeformConv, LpPool, MaxUnpool, LRN, ConvInteger, QLinearConv, RoiAlign
 
 // Builds the kernel for a node, with the node's label on any error.

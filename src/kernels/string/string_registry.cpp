@@ -1,0 +1,9 @@
+#include <climits>
+
+#include "kernels/registry.h"
+
+namespace ember::kernels {
+
+void register_string_ops(OpRegistry& r) {}
+
+}  // namespace ember::kernels
