@@ -21,6 +21,7 @@ const OpRegistry& OpRegistry::instance() {
     register_string_ops(r);
     register_ml_ops(r);
     register_conv_ops(r);
+    register_image_ops(r);
     return r;
   }();
   return registry;

@@ -51,6 +51,7 @@ void register_signal_ops(OpRegistry& r);           // kernels/signal/: DFT, STFT
 void register_string_ops(OpRegistry& r);           // kernels/string/: string tensors, text featurizers
 void register_ml_ops(OpRegistry& r);               // kernels/ml/: the ai.onnx.ml domain
 void register_conv_ops(OpRegistry& r);             // kernels/conv/: ConvTranspose, DeformConv, LpPool, MaxUnpool, LRN, ConvInteger, QLinearConv, RoiAlign
+void register_image_ops(OpRegistry& r);            // kernels/image/: Resize, Upsample, GridSample, AffineGrid, CenterCropPad, Col2Im
 
 // Builds the kernel for a node, with the node's label on any error.
 Result<std::unique_ptr<OpKernel>> create_kernel(const KernelInit& init);
