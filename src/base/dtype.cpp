@@ -63,7 +63,7 @@ size_t dtype_size(DType t) {
     case DType::kF8E4M3FN: case DType::kF8E4M3FNUZ: case DType::kF8E5M2: case DType::kF8E5M2FNUZ: case DType::kF8E8M0:
       return 1;
     case DType::kU4: case DType::kI4: case DType::kF4E2M1: case DType::kU2: case DType::kI2:
-    case DType::kUndefined: case DType::kString: return 0;
+    case DType::kUndefined: case DType::kString: case DType::kSequence: case DType::kOptional: return 0;
   }
   return 0;
 }
@@ -106,6 +106,8 @@ std::string_view dtype_name(DType t) {
     case DType::kF8E8M0: return "float8e8m0";
     case DType::kU2: return "uint2";
     case DType::kI2: return "int2";
+    case DType::kSequence: return "sequence";
+    case DType::kOptional: return "optional";
     case DType::kUndefined: return "undefined";
   }
   return "unknown";

@@ -36,6 +36,11 @@ enum class DType : int32_t {
   kF8E8M0 = 24,
   kU2 = 25,
   kI2 = 26,
+  // Not element types: a sequence of tensors, or an optional (of a tensor or a
+  // sequence). A Tensor of these is a 0-D handle whose data is a ValueList
+  // (base/value_list.h); numbers past ONNX's TensorProto range.
+  kSequence = 1000,
+  kOptional = 1001,
 };
 
 // IEEE 754 binary16, stored as bits.

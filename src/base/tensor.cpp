@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "base/buffer.h"
+#include "base/value_list.h"
 
 namespace ember {
 
@@ -45,6 +46,7 @@ Tensor Tensor::allocate(DType dtype, Shape shape) {
 }
 
 Tensor Tensor::clone() const {
+  if (dtype_is_container(dtype_)) return clone_container(*this);
   Tensor t = allocate(dtype_, shape_);
   if (nbytes()) std::memcpy(t.data(), data_, nbytes());
   return t;
