@@ -133,7 +133,7 @@ Status conv_transpose(OpContext& ctx) {
         out->push_back(DimExpr::constant(output_shape[i]));
       } else if (!window_valid(w, n) || output_padding.size() != n || w.kernel[i] < 0) {
         out->push_back(DimExpr{});
-      } else if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") {
+      } else if ((w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") && !ctx.attrs.has("pads")) {
         out->push_back((*x)[i + 2] * DimExpr::constant(w.strides[i]));
       } else {
         int64_t pads = w.auto_pad == "VALID" ? 0 : w.pads[i] + w.pads[i + n];
@@ -535,6 +535,45 @@ Status roi_align(OpContext& ctx) {
   return Status::ok();
 }
 
+// DeformConv [N, M, offset's spatial dims]: the offsets are given per output position.
+Status deform_conv(OpContext& ctx) {
+  const SymShape* x = ctx.shape(0);
+  const SymShape* weight = ctx.shape(1);
+  const SymShape* offset = ctx.shape(2);
+  std::optional<SymShape> out;
+  if (offset && offset->size() >= 3) {
+    out = SymShape{x && !x->empty() ? (*x)[0] : (*offset)[0], weight && !weight->empty() ? (*weight)[0] : DimExpr{}};
+    out->insert(out->end(), offset->begin() + 2, offset->end());
+  }
+  set_output(ctx, 0, ctx.dtype(0), std::move(out));
+  return Status::ok();
+}
+
+// MaxUnpool: output_shape's values when given, else (in - 1) * stride - pads + kernel.
+Status max_unpool(OpContext& ctx) {
+  const SymShape* x = ctx.shape(0);
+  std::optional<SymShape> out;
+  if (ctx.has_input(2)) {
+    if (const std::vector<DimExpr>* dims = ctx.contents(2)) out = SymShape(dims->begin(), dims->end());
+  } else if (x && x->size() >= 3) {
+    const size_t n = x->size() - 2;
+    const std::vector<int64_t> kernel = ctx.attrs.get_ints("kernel_shape");
+    const std::vector<int64_t> strides = ctx.attrs.get_ints("strides", std::vector<int64_t>(n, 1));
+    const std::vector<int64_t> pads = ctx.attrs.get_ints("pads", std::vector<int64_t>(2 * n, 0));
+    out = SymShape{(*x)[0], (*x)[1]};
+    for (size_t i = 0; i < n; ++i) {
+      if (kernel.size() != n || strides.size() != n || pads.size() != 2 * n) {
+        out->push_back(DimExpr{});
+        continue;
+      }
+      out->push_back(((*x)[i + 2] - DimExpr::constant(1)) * DimExpr::constant(strides[i]) +
+                     DimExpr::constant(kernel[i] - pads[i] - pads[i + n]));
+    }
+  }
+  set_output(ctx, 0, ctx.dtype(0), std::move(out));
+  return Status::ok();
+}
+
 Status grid_sample(OpContext& ctx) {
   const SymShape* x = ctx.shape(0);
   const SymShape* grid = ctx.shape(1);
@@ -621,6 +660,8 @@ void add_nn_rules(RuleTable& rules) {
   rules["Compress"] = compress;
   rules["QLinearConv"] = qlinear_conv;
   rules["RoiAlign"] = roi_align;
+  rules["DeformConv"] = deform_conv;
+  rules["MaxUnpool"] = max_unpool;
   rules["GridSample"] = grid_sample;
   rules["Bernoulli"] = like_with_dtype;
   rules["If"] = if_op;

@@ -18,6 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::attr_int;
 using test::attr_ints;
+using test::attr_string;
 using test::make_tensor;
 
 // A dim in a test graph: a size or a symbol name.
@@ -340,6 +341,27 @@ TEST(ShapeInferenceTest, ConvPoolPadTile) {
   EXPECT_EQ(b.shape("gap"), "[n,64,1,1]");
   EXPECT_EQ(b.shape("padded"), "[n,64,58,58]");
   EXPECT_EQ(b.shape("tiled"), "[n,128,56,56]");
+}
+
+TEST(ShapeInferenceTest, ConvolutionFamily) {
+  Builder b;
+  b.input("img", DType::kF32, {"n", int64_t{8}, int64_t{5}, int64_t{7}})
+      .input("idx", DType::kI64, {"n", int64_t{8}, int64_t{5}, int64_t{7}})
+      .input("offset", DType::kF32, {"n", int64_t{18}, int64_t{3}, int64_t{5}})
+      .weight("wt", {8, 2, 3, 3})
+      .weight("wd", {4, 8, 3, 3})
+      .ints("unpooled", {2, 8, 11, 15})
+      .node("ConvTranspose", {"img", "wt"}, {"up"},
+            {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1}), attr_ints("output_padding", {1, 0})})
+      .node("ConvTranspose", {"img", "wt"}, {"same"}, {attr_string("auto_pad", "SAME_UPPER"), attr_ints("strides", {2, 3})})
+      .node("MaxUnpool", {"img", "idx"}, {"unpool"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})})
+      .node("MaxUnpool", {"img", "idx", "unpooled"}, {"unpool_to"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})})
+      .node("DeformConv", {"img", "wd", "offset"}, {"deform"});
+  EXPECT_EQ(b.shape("up"), "[n,2,10,13]");
+  EXPECT_EQ(b.shape("same"), "[n,2,10,21]");
+  EXPECT_EQ(b.shape("unpool"), "[n,8,10,14]");
+  EXPECT_EQ(b.shape("unpool_to"), "[2,8,11,15]");
+  EXPECT_EQ(b.shape("deform"), "[n,4,3,5]");
 }
 
 TEST(ShapeInferenceTest, IfKeepsWhatBothBranchesAgreeOn) {

@@ -1,0 +1,95 @@
+// LpPool over 1-D to 3-D spatial dims: (sum of |x|^p over the window's taps
+// inside the input)^(1/p); padding taps count as zeros, as in ONNX's reference.
+#include <cmath>
+#include <memory>
+
+#include "kernels/conv/conv_ops.h"
+#include "kernels/matmul/window.h"
+
+namespace ember::kernels {
+namespace {
+
+template <typename T>
+void lp_pool_ref(int64_t planes, const Window3d& w, int64_t p, const T* x, T* y) {
+  using Acc = compute_t<T>;
+  const Acc inv_p = Acc(1) / static_cast<Acc>(p);
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const T* xp = x + plane * w.in_size();
+    T* yp = y + plane * w.out_size();
+    for (int64_t od = 0; od < w.out[0]; ++od) {
+      for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+        for (int64_t ow = 0; ow < w.out[2]; ++ow) {
+          Acc sum = Acc(0);
+          for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
+            const int64_t id = od * w.stride[0] - w.pad_begin[0] + kd * w.dilation[0];
+            if (id < 0 || id >= w.in[0]) continue;
+            for (int64_t kh = 0; kh < w.kernel[1]; ++kh) {
+              const int64_t ih = oh * w.stride[1] - w.pad_begin[1] + kh * w.dilation[1];
+              if (ih < 0 || ih >= w.in[1]) continue;
+              for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
+                const int64_t iw = ow * w.stride[2] - w.pad_begin[2] + kw * w.dilation[2];
+                if (iw < 0 || iw >= w.in[2]) continue;
+                const Acc v = std::abs(static_cast<Acc>(xp[(id * w.in[1] + ih) * w.in[2] + iw]));
+                sum += p == 1 ? v : p == 2 ? v * v : std::pow(v, static_cast<Acc>(p));
+              }
+            }
+          }
+          const Acc r = p == 1 ? sum : p == 2 ? std::sqrt(sum) : std::pow(sum, inv_p);
+          yp[(od * w.out[1] + oh) * w.out[2] + ow] = static_cast<T>(r);
+        }
+      }
+    }
+  }
+}
+
+class LpPoolKernel final : public OpKernel {
+ public:
+  LpPoolKernel(DType dtype, WindowAttrs attrs, int64_t p) : dtype_(dtype), attrs_(std::move(attrs)), p_(p) {}
+
+  Status infer(KernelContext& ctx) const override {
+    EMBER_ASSIGN_OR_RETURN(Window3d w, geometry(ctx));
+    const Shape& x = ctx.input(0).shape();
+    ctx.set_output(0, dtype_, window_output_shape(x[0], x[1], w, x.size() - 2));
+    return Status::ok();
+  }
+
+  Status run(KernelContext& ctx) const override {
+    EMBER_ASSIGN_OR_RETURN(Window3d w, geometry(ctx));
+    const Tensor& x = ctx.input(0);
+    EMBER_SWITCH_FLOAT(dtype_, T, lp_pool_ref<T>(x.dim(0) * x.dim(1), w, p_, x.data_as<T>(), ctx.output(0).data_as<T>()),
+                       return internal_error("LpPool: unexpected dtype {}", dtype_name(dtype_)));
+    return Status::ok();
+  }
+
+ private:
+  Result<Window3d> geometry(const KernelContext& ctx) const {
+    const Shape& x = ctx.input(0).shape();
+    if (x.size() < 3) return invalid_argument("X {} must be N x C x spatial", shape_to_string(x));
+    return resolve_window(attrs_, std::span<const int64_t>(x.begin() + 2, x.end()), attrs_.kernel_shape);
+  }
+
+  DType dtype_;
+  WindowAttrs attrs_;
+  int64_t p_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<OpKernel>> create_lp_pool(const KernelInit& init) {
+  EMBER_RETURN_IF_ERROR(require_inputs(init, 1));
+  const DType t = init.input_dtypes[0];
+  if (!dtype_is_float(t)) return not_implemented("dtype {} is not supported (float types only)", dtype_name(t));
+  EMBER_ASSIGN_OR_RETURN(WindowAttrs attrs, read_window_attrs(init.node, true));
+  ir::AttrReader reader(init.node);
+  // LpPool-1 declares p a float; later opsets an int.
+  const float p_attr = init.node.opset < 2 ? reader.get_float("p", 2.0f) : 2.0f;
+  const int64_t p = init.node.opset < 2 ? static_cast<int64_t>(p_attr) : reader.get_int("p", 2);
+  EMBER_RETURN_IF_ERROR(reader.status());
+  if (static_cast<float>(p) != p_attr && init.node.opset < 2) {
+    return not_implemented("p = {} is not supported (whole numbers only)", p_attr);
+  }
+  if (p < 1) return invalid_argument("p must be >= 1, got {}", p);
+  return std::unique_ptr<OpKernel>(std::make_unique<LpPoolKernel>(t, std::move(attrs), p));
+}
+
+}  // namespace ember::kernels
