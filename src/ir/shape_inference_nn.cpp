@@ -315,12 +315,113 @@ Status depth_space(OpContext& ctx) {
 
 Status resize(OpContext& ctx) {
   const SymShape* x = ctx.shape(0);
+  if (!x) {
+    set_output(ctx, 0, ctx.dtype(0), std::nullopt);
+    return Status::ok();
+  }
+  // Scales are floats (not tracked): only sizes give the output lengths, as they
+  // are under the "stretch" policy, or rescaled by one factor (rounded half up)
+  // under the others when the input lengths are known.
+  SymShape out(x->size());
+  const Contents* sizes = ctx.opset() >= 11 && ctx.num_inputs() > 3 ? ctx.contents(3) : nullptr;
+  std::vector<int64_t> axes = ctx.attrs.get_ints("axes");
+  if (axes.empty()) {
+    for (size_t d = 0; d < x->size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  if (!sizes || sizes->size() != axes.size() || axes.empty()) {
+    set_output(ctx, 0, ctx.dtype(0), std::move(out));
+    return Status::ok();
+  }
+  std::string policy = ctx.attrs.get_string("keep_aspect_ratio_policy", "stretch");
+  out = *x;
+  std::optional<double> scale;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    EMBER_ASSIGN_OR_RETURN(size_t d, normalize_axis(axes[k], x->size()));
+    out[d] = (*sizes)[k];
+    if (policy == "stretch") continue;
+    auto in_len = (*x)[d].as_constant();
+    auto size = (*sizes)[k].as_constant();
+    if (!in_len || !size || *in_len <= 0) {
+      set_output(ctx, 0, ctx.dtype(0), SymShape(x->size()));
+      return Status::ok();
+    }
+    double s = static_cast<double>(*size) / static_cast<double>(*in_len);
+    scale = !scale ? s : (policy == "not_larger" ? std::min(*scale, s) : std::max(*scale, s));
+  }
+  if (scale) {
+    for (int64_t a : axes) {
+      EMBER_ASSIGN_OR_RETURN(size_t d, normalize_axis(a, x->size()));
+      out[d] = DimExpr::constant(static_cast<int64_t>(*scale * static_cast<double>(*(*x)[d].as_constant()) + 0.5));
+    }
+  }
+  set_output(ctx, 0, ctx.dtype(0), std::move(out));
+  return Status::ok();
+}
+
+Status upsample(OpContext& ctx) {
+  const SymShape* x = ctx.shape(0);
+  set_output(ctx, 0, ctx.dtype(0), x ? std::optional(SymShape(x->size())) : std::nullopt);
+  return Status::ok();
+}
+
+// AffineGrid: theta [N, r, r+1] and size [N, C, spatial...] give [N, spatial..., r].
+Status affine_grid(OpContext& ctx) {
+  const SymShape* size_shape = ctx.shape(1);
+  const Contents* size = ctx.contents(1);
   std::optional<SymShape> out;
-  const Contents* sizes = ctx.num_inputs() > 3 ? ctx.contents(3) : nullptr;
-  if (sizes && x && sizes->size() == x->size() && !ctx.attrs.has("axes")) {
-    out = *sizes;
-  } else if (x) {
-    out = SymShape(x->size());
+  if (size && size->size() >= 3) {
+    out = SymShape{(*size)[0]};
+    out->insert(out->end(), size->begin() + 2, size->end());
+    out->push_back(DimExpr::constant(static_cast<int64_t>(size->size()) - 2));
+  } else if (size_shape && size_shape->size() == 1) {
+    if (auto n = (*size_shape)[0].as_constant(); n && *n >= 3) {
+      out = SymShape(static_cast<size_t>(*n));
+      out->back() = DimExpr::constant(*n - 2);
+    }
+  }
+  set_output(ctx, 0, ctx.dtype(0), std::move(out));
+  return Status::ok();
+}
+
+// CenterCropPad: the listed axes (all by default) take the lengths of input 1.
+Status center_crop_pad(OpContext& ctx) {
+  const SymShape* x = ctx.shape(0);
+  if (!x) {
+    set_output(ctx, 0, ctx.dtype(0), std::nullopt);
+    return Status::ok();
+  }
+  SymShape out(x->size());
+  const Contents* lengths = ctx.contents(1);
+  std::vector<int64_t> axes = ctx.attrs.get_ints("axes");
+  if (axes.empty()) {
+    for (size_t d = 0; d < x->size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  if (lengths && lengths->size() == axes.size()) {
+    out = *x;
+    for (size_t k = 0; k < axes.size(); ++k) {
+      EMBER_ASSIGN_OR_RETURN(size_t d, normalize_axis(axes[k], x->size()));
+      out[d] = (*lengths)[k];
+    }
+  }
+  set_output(ctx, 0, ctx.dtype(0), std::move(out));
+  return Status::ok();
+}
+
+// Col2Im: [N, C*prod(block_shape), L] -> [N, C, image_shape...].
+Status col2im(OpContext& ctx) {
+  const SymShape* x = ctx.shape(0);
+  const Contents* image = ctx.contents(1);
+  std::optional<std::vector<int64_t>> block = ctx.ints(2);
+  std::optional<SymShape> out;
+  if (x && x->size() == 3 && image) {
+    DimExpr channels;
+    if (block) {
+      int64_t k = 1;
+      for (int64_t b : *block) k *= b;
+      if (k > 0) channels = floor_div((*x)[1], DimExpr::constant(k));
+    }
+    out = SymShape{(*x)[0], channels};
+    out->insert(out->end(), image->begin(), image->end());
   }
   set_output(ctx, 0, ctx.dtype(0), std::move(out));
   return Status::ok();
@@ -650,6 +751,10 @@ void add_nn_rules(RuleTable& rules) {
   rules["DepthToSpace"] = depth_space;
   rules["SpaceToDepth"] = depth_space;
   rules["Resize"] = resize;
+  rules["Upsample"] = upsample;
+  rules["AffineGrid"] = affine_grid;
+  rules["CenterCropPad"] = center_crop_pad;
+  rules["Col2Im"] = col2im;
   rules["QuantizeLinear"] = quantize;
   rules["DequantizeLinear"] = dequantize;
   rules["DynamicQuantizeLinear"] = dynamic_quantize;
