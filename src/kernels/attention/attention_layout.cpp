@@ -83,6 +83,9 @@ FloatStage::FloatStage(DType dtype) : dtype_(dtype) {
   if (dtype == DType::kF16) {
     to_f32_ = convert_table().f16_to_f32;
     from_f32_ = convert_table().f32_to_f16;
+  } else if (dtype == DType::kBF16) {
+    to_f32_ = convert_table().bf16_to_f32;
+    from_f32_ = convert_table().f32_to_bf16;
   }
 }
 

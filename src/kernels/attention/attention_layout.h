@@ -68,12 +68,13 @@ enum class ScratchSlot {
 float* scratch_floats(ScratchSlot slot, int64_t count);
 
 // An op's float dtype around the f32 core, as GroupQueryAttention does it:
-// float32 tensors are read and written in place; float16 inputs are converted
-// to f32 once per run, caches are stored in float16 and attention reads them
-// back as f32, and the output is computed in f32 and rounded once.
+// float32 tensors are read and written in place; float16 (or bfloat16) inputs
+// are converted to f32 once per run, caches are stored in that dtype and
+// attention reads them back as f32, and the output is computed in f32 and
+// rounded once.
 class FloatStage {
  public:
-  explicit FloatStage(DType dtype);  // kF32 or kF16
+  explicit FloatStage(DType dtype);  // kF32, kF16 or kBF16
   DType dtype() const { return dtype_; }
   bool is_f32() const { return dtype_ == DType::kF32; }
   size_t element_size() const { return is_f32() ? sizeof(float) : sizeof(uint16_t); }

@@ -16,6 +16,11 @@ void register_attention_ops(OpRegistry& r) {
   r.add({"com.microsoft", "MultiHeadAttention", 1, INT_MAX, attention::create_multi_head_attention});
   r.add({"com.microsoft", "Attention", 1, INT_MAX, attention::create_attention_contrib});
   r.add({"", "Attention", 23, INT_MAX, attention::create_attention_onnx});
+  r.add({"", "SwiGLU", 28, INT_MAX, attention::create_swiglu});
+  r.add({"", "TensorScatter", 24, INT_MAX, attention::create_tensor_scatter});
+  r.add({"", "CausalConvWithState", 27, INT_MAX, attention::create_causal_conv_with_state});
+  r.add({"", "LinearAttention", 27, INT_MAX, attention::create_linear_attention});
+  r.add({"ai.onnx.preview", "FlexAttention", 1, INT_MAX, attention::create_flex_attention});
   r.add({kEmberDomain, attention::kPagedAttentionOp, 1, INT_MAX, attention::create_paged_attention});
 }
 
