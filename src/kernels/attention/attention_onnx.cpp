@@ -1,20 +1,35 @@
-// ONNX Attention (opset 23) as ONNX Runtime's CPU kernel runs it.
+// ONNX Attention (opsets 23-25) as ONNX Runtime's CPU kernel runs it, with the
+// spec's additions ONNX Runtime 1.30 lacks.
 //
 // Q [B, qN, S, H] or [B, S, qN * H] (q_num_heads), K [B, kvN, L, H] or
 // [B, L, kvN * H], V [B, kvN, L, Hv] or [B, L, kvN * Hv] (kv_num_heads); query
 // head n reads key/value head n / (qN / kvN). attn_mask bool (false: -inf) or
-// float (added), [S, T] broadcast over batch and heads ([B or 1, qN or 1, S, T]);
+// float (added), right-aligned to [B, qN, S, T] with size-1 dims broadcast
+// (rank 1 to 4); a last dim shorter than T reads as masked for the missing keys.
 // past_key/past_value [B, kvN, P, H] with the present outputs [B, kvN, P + L, H]
 // (ONNX Runtime refuses a past without them).
 // is_causal lets query s see keys t <= P + s (aligned to the bottom right, as
-// ONNX Runtime does). softcap is applied to the scaled scores before the mask
-// is added: ONNX Runtime's order (the spec puts the mask first). A row whose
-// scores are all -inf outputs zeros. softmax_precision is accepted and
+// ONNX Runtime does). nonpad_kv_seqlen (int64 [B], Attention-24, not with a
+// past) masks keys t >= nonpad[b] of batch row b, and the causal frontier of
+// that row becomes t <= s + nonpad[b] - S. left_window_size /
+// right_window_size (Attention-25, -1 = unbounded) let query s see keys t with
+// o + s - left <= t <= o + s + right, o being that same offset (P or
+// nonpad[b] - S). With any of these, or a short attn_mask, every mask is
+// summed into one [B, qN or 1, S, T] additive bias (the common shapes keep the
+// core's causal range and the mask's broadcast strides). softcap is applied to
+// the scaled scores before the mask is added (the spec's and ONNX Runtime's
+// order). A row whose scores are all -inf outputs zeros. softmax_precision is accepted and
 // ignored: the softmax always runs in f32. qk_matmul_output_mode 0-3 writes the
-// scores after scaling, softcap, mask, or softmax (ONNX Runtime's stages).
-// float32 or float16 (Q, K, V, past and a float attn_mask alike; ONNX Runtime
-// 1.30's CPU kernel has no bfloat16): float16 runs the f32 core through
-// FloatStage (attention_layout.h), output 3 included.
+// scores after scaling, softcap, mask (masked keys as -inf, as the spec
+// writes them), or softmax (ONNX Runtime's stages).
+// float32, float16 or bfloat16 (Q, K, V, past and a float attn_mask alike;
+// ONNX Runtime 1.30's CPU kernel has no bfloat16): the 16-bit types run the
+// f32 core through FloatStage (attention_layout.h), output 3 included, and
+// round once. The spec's reference instead rounds every step to bfloat16 and
+// sums the softmax denominator left to right in bfloat16 (numpy's reduction
+// of ml_dtypes.bfloat16), which stops growing at 256 when many keys weigh
+// about 1; its test outputs are one bfloat16 ulp (0.8%) off ours in places
+// (tests/conformance/known_failures.txt).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -35,6 +50,8 @@ struct Attrs {
   int64_t qk_mode = 0;
   float scale = 0.0f;
   float softcap = 0.0f;
+  int64_t left_window = -1, right_window = -1;
+  bool windowed() const { return left_window >= 0 || right_window >= 0; }
 };
 
 struct Geometry {
@@ -42,6 +59,9 @@ struct Geometry {
   int64_t batch = 0, seq = 0, kv_seq = 0, past = 0, total = 0;
   int64_t q_heads = 0, kv_heads = 0, head_size = 0, v_head_size = 0;
   int64_t mask_dims[4] = {1, 1, 1, 1};  // attn_mask right-aligned to [B, qN, S, T]
+  bool nonpad = false;                   // nonpad_kv_seqlen is given
+  // The masks must be summed into one full-size bias (see the file comment).
+  bool combined_bias(const Attrs& at) const { return nonpad || at.windowed() || mask_dims[3] < total; }
 };
 
 Status split_heads(const Tensor& t, const char* name, int64_t heads, const char* attr, int64_t& head_size) {
@@ -124,28 +144,39 @@ Status read_mask(const KernelContext& ctx, Geometry& g) {
   if (!ctx.has_input(kMask)) return Status::ok();
   const Tensor& m = ctx.input(kMask);
   const int64_t full[4] = {g.batch, g.q_heads, g.seq, g.total};
-  // ONNX Runtime broadcasts batch and heads only: the last two dims must be [S, T].
-  bool ok = m.rank() >= 2 && m.rank() <= 4;
+  // Leading dims broadcast; the key dim may be short (the missing keys are masked).
+  bool ok = m.rank() >= 1 && m.rank() <= 4;
   for (int64_t i = 0; ok && i < m.rank(); ++i) {
     const int64_t d = m.dim(m.rank() - 1 - i), axis = 3 - i;
-    ok = d == full[axis] || (d == 1 && axis < 2);
+    ok = axis == 3 ? d <= full[axis] : d == full[axis] || d == 1;
     g.mask_dims[axis] = d;
   }
   if (!ok) {
-    return invalid_argument("input 'attn_mask' {} must be [q_length={}, total_length={}] with optional leading "
-                            "[batch={} or 1, q_num_heads={} or 1]",
-                            m.describe(), g.seq, g.total, g.batch, g.q_heads);
+    return invalid_argument("input 'attn_mask' {} must broadcast to [batch={}, q_num_heads={}, q_length={}, "
+                            "total_length <= {}]",
+                            m.describe(), g.batch, g.q_heads, g.seq, g.total);
+  }
+  return Status::ok();
+}
+
+Status read_nonpad(const KernelContext& ctx, Geometry& g) {
+  g.nonpad = ctx.has_input(kNonpadKvSeqlen);
+  if (!g.nonpad) return Status::ok();
+  const Tensor& n = ctx.input(kNonpadKvSeqlen);
+  if (n.rank() != 1 || n.dim(0) != g.batch) {
+    return invalid_argument("input 'nonpad_kv_seqlen' {} must be [batch={}]", n.describe(), g.batch);
+  }
+  if (ctx.has_input(kPastKey)) {
+    return invalid_argument("input 'nonpad_kv_seqlen' cannot be combined with past_key/past_value");
   }
   return Status::ok();
 }
 
 Result<Geometry> geometry(const KernelContext& ctx, const Attrs& at) {
-  if (ctx.has_input(kNonpadKvSeqlen)) {
-    return not_implemented("input 'nonpad_kv_seqlen' (Attention-24) is not implemented");
-  }
   Geometry g;
   EMBER_RETURN_IF_ERROR(read_qkv(ctx, at, g));
   EMBER_RETURN_IF_ERROR(read_past(ctx, g));
+  EMBER_RETURN_IF_ERROR(read_nonpad(ctx, g));
   g.total = g.past + g.kv_seq;
   EMBER_RETURN_IF_ERROR(read_mask(ctx, g));
   return g;
@@ -168,6 +199,36 @@ ScoreBias mask_bias(const Tensor& m, const Geometry& g, const FloatStage& stage)
     data = stage.input(m, ScratchSlot::kInScores);
   }
   return {data, d[0] == 1 ? 0 : d[1] * d[2] * d[3], d[1] == 1 ? 0 : d[2] * d[3], d[2] == 1 ? 0 : d[3]};
+}
+
+// Every mask of the call as one additive bias [B, Hm, S, T] (Hm: attn_mask's
+// head dim, 1 or qN): attn_mask (missing keys masked), causal and window
+// frontiers at each batch row's offset, and nonpad_kv_seqlen's padding.
+ScoreBias combined_bias(const KernelContext& ctx, const Geometry& g, const Attrs& at, const FloatStage& stage) {
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  const int64_t heads = g.mask_dims[1], rows = g.seq, keys = g.total, mask_keys = g.mask_dims[3];
+  const ScoreBias mask = ctx.has_input(kMask) ? mask_bias(ctx.input(kMask), g, stage) : ScoreBias{};
+  const int64_t* nonpad = g.nonpad ? ctx.input(kNonpadKvSeqlen).data_as<int64_t>() : nullptr;
+  float* out = scratch_floats(ScratchSlot::kBias, g.batch * heads * rows * keys);
+  for (int64_t b = 0; b < g.batch; ++b) {
+    const int64_t offset = nonpad ? nonpad[b] - g.seq : g.past;
+    const int64_t valid_keys = nonpad ? nonpad[b] : keys;
+    for (int64_t n = 0; n < heads; ++n) {
+      for (int64_t s = 0; s < rows; ++s) {
+        float* row = out + ((b * heads + n) * rows + s) * keys;
+        const float* m = mask.data ? mask.data + b * mask.batch_stride + n * mask.head_stride + s * mask.row_stride
+                                   : nullptr;
+        for (int64_t t = 0; t < keys; ++t) {
+          const int64_t diff = s + offset - t;  // how far key t lies before query s's position
+          const bool hidden = (m && t >= mask_keys) || (at.is_causal && diff < 0) ||
+                              (at.left_window >= 0 && diff > at.left_window) ||
+                              (at.right_window >= 0 && -diff > at.right_window) || t >= valid_keys;
+          row[t] = hidden ? kMasked : m ? m[t] : 0.0f;
+        }
+      }
+    }
+  }
+  return {out, heads * rows * keys, heads == 1 ? 0 : rows * keys, keys};
 }
 
 class AttentionOnnxKernel final : public OpKernel {
@@ -208,8 +269,12 @@ class AttentionOnnxKernel final : public OpKernel {
     p.out_head_stride = g.bnsh ? g.seq * g.v_head_size : g.v_head_size;
     p.out_row_stride = g.bnsh ? g.v_head_size : g.q_heads * g.v_head_size;
     p.out_batch_stride = g.q_heads * g.seq * g.v_head_size;
-    if (at_.is_causal) p.causal_end = g.past;
-    if (ctx.has_input(kMask)) p.bias = mask_bias(ctx.input(kMask), g, stage_);
+    if (g.combined_bias(at_)) {
+      p.bias = combined_bias(ctx, g, at_, stage_);
+    } else {
+      if (at_.is_causal) p.causal_end = g.past;
+      if (ctx.has_input(kMask)) p.bias = mask_bias(ctx.input(kMask), g, stage_);
+    }
     run_problem(p);
     stage_.finish(p.out, ctx.output(kY));
     if (ctx.has_output(kQk)) {
@@ -253,8 +318,9 @@ class AttentionOnnxKernel final : public OpKernel {
   }
 
   void apply_stages(const AttentionProblem& p, int64_t b, int64_t n, float* c) const {
-    // ONNX Runtime writes the causal mask as the lowest float, not -inf.
-    constexpr float kLowest = std::numeric_limits<float>::lowest();
+    // The spec's masked scores are -inf (ONNX Runtime writes the lowest float);
+    // the softmax of mode 3 is the same either way.
+    constexpr float kMasked = -std::numeric_limits<float>::infinity();
     for (int64_t s = 0; s < p.seq; ++s) {
       float* row = c + s * p.total;
       const float* bias = p.bias.data ? p.bias.data + b * p.bias.batch_stride + n * p.bias.head_stride +
@@ -265,7 +331,7 @@ class AttentionOnnxKernel final : public OpKernel {
         if (at_.softcap > 0) x = at_.softcap * std::tanh(x / at_.softcap);
         if (at_.qk_mode >= 2) {
           if (bias) x += bias[t];
-          if (p.causal_end >= 0 && t > p.causal_end + s) x = kLowest;
+          if (p.causal_end >= 0 && t > p.causal_end + s) x = kMasked;
         }
         row[t] = x;
       }
@@ -298,13 +364,12 @@ Result<Attrs> read_attrs(const ir::Node& node) {
   at.qk_mode = r.get_int("qk_matmul_output_mode", 0);
   at.scale = r.get_float("scale", 0.0f);
   at.softcap = r.get_float("softcap", 0.0f);
-  const int64_t left_window = r.get_int("left_window_size", -1);
-  const int64_t right_window = r.get_int("right_window_size", -1);
+  at.left_window = r.get_int("left_window_size", -1);
+  at.right_window = r.get_int("right_window_size", -1);
   EMBER_RETURN_IF_ERROR(r.status());
-  if (left_window != -1 || right_window != -1) {
-    return not_implemented("node '{}': Attention's sliding window (left_window_size={}, right_window_size={}, opset 25) "
-                           "is not implemented",
-                           node.name, left_window, right_window);
+  if (at.left_window < -1 || at.right_window < -1) {
+    return invalid_argument("node '{}': left_window_size={} and right_window_size={} must be -1 or non-negative",
+                            node.name, at.left_window, at.right_window);
   }
   if (causal != 0 && causal != 1) return invalid_argument("node '{}': is_causal={} must be 0 or 1", node.name, causal);
   if (at.qk_mode < 0 || at.qk_mode > 3) {
@@ -320,9 +385,16 @@ Result<Attrs> read_attrs(const ir::Node& node) {
 Result<std::unique_ptr<OpKernel>> create_attention_onnx(const KernelInit& init) {
   EMBER_RETURN_IF_ERROR(require_inputs(init, 3));
   EMBER_ASSIGN_OR_RETURN(Attrs at, read_attrs(init.node));
-  EMBER_ASSIGN_OR_RETURN(const DType dtype,
-                         check_float_inputs(init, "Attention", kQ, "Q",
-                                            {{kK, "K"}, {kV, "V"}, {kPastKey, "past_key"}, {kPastValue, "past_value"}}));
+  const DType dtype = input_dtype(init, kQ);
+  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16) {
+    return not_implemented("node '{}': input 'Q' is {}; Attention runs float32, float16 and bfloat16", init.node.name,
+                           dtype_name(dtype));
+  }
+  for (const auto& [i, name] : {std::pair<size_t, const char*>{kK, "K"}, {kV, "V"}, {kPastKey, "past_key"},
+                                {kPastValue, "past_value"}}) {
+    EMBER_RETURN_IF_ERROR(check_input_dtype(init, i, name, dtype));
+  }
+  EMBER_RETURN_IF_ERROR(check_input_dtype(init, kNonpadKvSeqlen, "nonpad_kv_seqlen", DType::kI64));
   const DType m = input_dtype(init, kMask);
   if (m != DType::kUndefined && m != dtype && m != DType::kBool) {
     return invalid_argument("node '{}': input 'attn_mask' is {}; it must be bool or the dtype of Q ({})",
