@@ -6,8 +6,10 @@
 #include <regex>
 
 #include "base/tensor_compare.h"
+#include "base/value_list.h"
 #include "commands.h"
 #include "onnx/model_loader.h"
+#include "onnx/value_proto.h"
 #include "runtime/session.h"
 
 namespace fs = std::filesystem;
@@ -36,6 +38,33 @@ std::vector<fs::path> numbered_files(const fs::path& dir, const std::string& pre
   return out;
 }
 
+// Compares tensors with ONNX's tolerance, and sequences and optionals element by element.
+Status compare_values(const Tensor& actual, const Tensor& expected) {
+  if (!dtype_is_container(actual.dtype()) && !dtype_is_container(expected.dtype())) {
+    return compare_tensors(actual, expected, Tolerance{});
+  }
+  if (actual.dtype() != expected.dtype()) {
+    return invalid_argument("got a {}, expected a {}", dtype_name(actual.dtype()), dtype_name(expected.dtype()));
+  }
+  const ValueList* a = container_list(actual);
+  const ValueList* e = container_list(expected);
+  if (!a || !e) return invalid_argument("a {} without its values", dtype_name(actual.dtype()));
+  if (a->items.size() != e->items.size()) {
+    return invalid_argument("{} with {} values, expected {}", dtype_name(actual.dtype()), a->items.size(), e->items.size());
+  }
+  for (size_t i = 0; i < a->items.size(); ++i) {
+    Status st = compare_values(a->items[i], e->items[i]);
+    if (!st.is_ok()) return st.with_context(fmt::format("{} value {}: ", dtype_name(actual.dtype()), i));
+  }
+  return Status::ok();
+}
+
+// The kind of value input_<index>.pb holds: a sequence or an optional when the
+// model declares one (the files come in the model's input order).
+DType declared_kind(const std::vector<runtime::IoInfo>& inputs, size_t index) {
+  return index < inputs.size() ? inputs[index].dtype : DType::kUndefined;
+}
+
 struct Outcome {
   enum Kind { kPass, kFail, kSkip } kind;
   std::string reason;
@@ -44,7 +73,7 @@ struct Outcome {
 Outcome run_data_set(const runtime::Session& session, const fs::path& dir) {
   std::vector<onnx::NamedTensor> inputs;
   for (const fs::path& p : numbered_files(dir, "input")) {
-    auto t = onnx::read_tensor_proto_file(p.string());
+    auto t = onnx::read_value_proto_file(p.string(), declared_kind(session.inputs(), inputs.size()));
     if (!t.is_ok()) return {Outcome::kSkip, fmt::format("{}: {}", p.filename().string(), t.status().to_string())};
     inputs.push_back(std::move(*t));
   }
@@ -69,10 +98,11 @@ Outcome run_data_set(const runtime::Session& session, const fs::path& dir) {
     return {Outcome::kFail, fmt::format("{} outputs, expected {}", outputs->size(), expected_files.size())};
   }
   for (size_t k = 0; k < expected_files.size(); ++k) {
-    auto expected = onnx::read_tensor_proto_file(expected_files[k].string());
+    DType kind = dtype_is_container((*outputs)[k].dtype()) ? (*outputs)[k].dtype() : session.outputs()[k].dtype;
+    auto expected = onnx::read_value_proto_file(expected_files[k].string(), kind);
     if (!expected.is_ok()) return {Outcome::kSkip, fmt::format("output_{}.pb: {}", k, expected.status().to_string())};
     read_as_declared_bfloat16(expected->tensor, (*outputs)[k].dtype());
-    Status st = compare_tensors((*outputs)[k], expected->tensor, Tolerance{});
+    Status st = compare_values((*outputs)[k], expected->tensor);
     if (!st.is_ok()) return {Outcome::kFail, fmt::format("{}: output {} ('{}'): {}", dir.filename().string(), k,
                                                          session.outputs()[k].name, st.message())};
   }

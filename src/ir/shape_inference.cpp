@@ -234,6 +234,7 @@ InferFn find_infer_fn(const Node& node) {
     RuleTable r;
     add_tensor_rules(r);
     add_nn_rules(r);
+    add_sequence_rules(r);
     add_signal_rules(r);
     add_attention_rules(r);
     return r;

@@ -58,6 +58,7 @@ using InferFn = Status (*)(OpContext&);
 using RuleTable = std::unordered_map<std::string, InferFn>;
 void add_tensor_rules(RuleTable& rules);  // shape_inference_ops.cpp
 void add_nn_rules(RuleTable& rules);      // shape_inference_nn.cpp
+void add_sequence_rules(RuleTable& rules);  // shape_inference_seq.cpp: sequences and optionals
 void add_signal_rules(RuleTable& rules);  // shape_inference_signal.cpp: recurrent and signal ops
 void add_attention_rules(RuleTable& rules);  // shape_inference_attention.cpp
 // The rule for `node`, or nullptr for an op inference does not know.

@@ -496,22 +496,28 @@ Status if_op(OpContext& ctx) {
   return Status::ok();
 }
 
-// Loop and Scan: their bodies are inferred for their own values; loop-carried
-// outputs keep their initial dtype (their shapes may change per iteration).
+// Loop and Scan: their bodies are inferred for their own values. Each output
+// takes the dtype of its body output: a Loop's carried value may change kind
+// (an empty optional in, a sequence out). Where the body leaves it unknown, a
+// carried output keeps its initial value's dtype (shapes may change per iteration).
 Status loop_op(OpContext& ctx) {
   auto body = ctx.attrs.get_graph("body");
   if (!body) return Status::ok();
   auto r = infer_graph(*body, &ctx.scope);
   if (!r.is_ok()) return r.status().with_context("body: ");
+  const std::vector<SymbolicValue>& values = *r;
   bool is_loop = ctx.node.op_type == "Loop";
-  // Scan before opset 9 has a leading sequence_lens input; its states are not typed here.
-  if (!is_loop && ctx.opset() < 9) return Status::ok();
   auto explicit_inputs = static_cast<int64_t>(ctx.node.num_explicit_inputs);
-  int64_t first_state = is_loop ? 2 : 0;
+  // Scan before opset 9 has a leading sequence_lens input.
+  int64_t first_state = is_loop ? 2 : ctx.opset() < 9 ? 1 : 0;
   int64_t scan_inputs = is_loop ? 0 : ctx.attrs.get_int("num_scan_inputs", 0);
   auto carried = static_cast<size_t>(std::max<int64_t>(0, explicit_inputs - first_state - scan_inputs));
-  for (size_t i = 0; i < carried && i < ctx.outputs.size(); ++i) {
-    ctx.outputs[i].dtype = ctx.dtype(static_cast<size_t>(first_state) + i);
+  const size_t first_body_output = is_loop ? 1 : 0;
+  for (size_t i = 0; i < ctx.outputs.size(); ++i) {
+    const size_t o = first_body_output + i;
+    DType t = o < body->outputs.size() ? values[static_cast<size_t>(body->outputs[o])].dtype : DType::kUndefined;
+    if (t == DType::kUndefined && i < carried) t = ctx.dtype(static_cast<size_t>(first_state) + i);
+    ctx.outputs[i].dtype = t;
   }
   return Status::ok();
 }

@@ -77,7 +77,9 @@ Status read_value_info(std::span<const uint8_t> bytes, const Where& w, ValueInfo
     if (f.number == 1) {
       EMBER_RETURN_IF_ERROR(proto::read_string(f, w.child("name"), v.name));
     } else if (f.number == 2) {
-      // TypeProto: only tensor_type (1) is represented; sequences, maps and optionals stay untyped.
+      // TypeProto: tensor_type (1) with its element type and shape; sequence_type
+      // (4) and optional_type (9) as kSequence / kOptional handles, their element
+      // types left to the values themselves; maps stay untyped.
       EMBER_RETURN_IF_ERROR(read_message(f, w.child("type"), [&](std::span<const uint8_t> type, const Where& tw) {
         Reader tr(type, tw);
         Field t;
@@ -87,6 +89,10 @@ Status read_value_info(std::span<const uint8_t> bytes, const Where& w, ValueInfo
             EMBER_RETURN_IF_ERROR(read_message(t, tw.child("tensor_type"), [&](std::span<const uint8_t> b, const Where& x) {
               return read_tensor_type(b, x, v);
             }));
+          } else if (t.number == 4) {
+            v.dtype = DType::kSequence;
+          } else if (t.number == 9) {
+            v.dtype = DType::kOptional;
           }
         }
         return Status::ok();

@@ -2,7 +2,9 @@
 // (Reshape, Flatten, Squeeze, Unsqueeze, Identity).
 #include <algorithm>
 
+#include "base/value_list.h"
 #include "kernels/common/shape_util.h"
+#include "kernels/control/control_ops.h"
 #include "kernels/tensor/tensor_ops.h"
 #include "kernels/tensor/tensor_util.h"
 
@@ -305,6 +307,7 @@ KernelResult create_unsqueeze(const KernelInit& init) {
 
 KernelResult create_identity(const KernelInit& init) {
   EMBER_RETURN_IF_ERROR(require_input(init, 0, "input 0"));
+  if (dtype_is_container(init.input_dtypes[0])) return control_ops::create_container_identity(init);
   EMBER_RETURN_IF_ERROR(check_movable_dtype(init.input_dtypes[0], "input 0"));
   return std::unique_ptr<OpKernel>(new IdentityKernel());
 }

@@ -1,0 +1,92 @@
+#include "onnx/value_proto.h"
+
+#include "base/mapped_file.h"
+#include "base/value_list.h"
+#include "onnx/tensor_proto.h"
+
+namespace ember::onnx {
+namespace {
+
+using proto::Field;
+using proto::Reader;
+using proto::Where;
+
+// SequenceProto and OptionalProto share their field numbers: name 1, elem_type 2,
+// then one field per element kind.
+enum : uint32_t { kName = 1, kElemType = 2, kTensor = 3, kSparseTensor = 4, kSequence = 5, kMap = 6, kOptional = 7 };
+// Their DataType enum.
+enum : int64_t { kElemUndefined = 0, kElemTensor = 1, kElemSequence = 3, kElemOptional = 5 };
+
+Result<NamedTensor> decode_container(std::span<const uint8_t> bytes, const Where& w, TensorContext& ctx, DType kind,
+                                     int depth);
+
+// One element: a TensorProto, or a nested SequenceProto / OptionalProto.
+Result<Tensor> decode_item(const Field& f, const Where& w, TensorContext& ctx, int depth) {
+  std::span<const uint8_t> bytes;
+  EMBER_RETURN_IF_ERROR(proto::read_bytes(f, w, bytes));
+  if (f.number == kTensor) {
+    EMBER_ASSIGN_OR_RETURN(NamedTensor t, decode_tensor(bytes, w, ctx));
+    return std::move(t.tensor);
+  }
+  EMBER_ASSIGN_OR_RETURN(NamedTensor t,
+                         decode_container(bytes, w, ctx, f.number == kSequence ? DType::kSequence : DType::kOptional,
+                                          depth + 1));
+  return std::move(t.tensor);
+}
+
+Result<NamedTensor> decode_container(std::span<const uint8_t> bytes, const Where& w, TensorContext& ctx, DType kind,
+                                     int depth) {
+  // Nesting is bounded so a hostile file cannot exhaust the stack.
+  if (depth > 16) return proto::malformed(w, "sequences and optionals nested more than 16 deep");
+  Reader r(bytes, w);
+  Field f;
+  NamedTensor out;
+  ValueList list;
+  int64_t elem_type = kElemUndefined;
+  while (!r.done()) {
+    EMBER_RETURN_IF_ERROR(r.next(f));
+    switch (f.number) {
+      case kName: EMBER_RETURN_IF_ERROR(proto::read_string(f, w.child("name"), out.name)); break;
+      case kElemType: EMBER_RETURN_IF_ERROR(proto::read_int(f, w.child("elem_type"), elem_type)); break;
+      case kTensor:
+      case kSequence:
+      case kOptional: {
+        Where item = w.child(f.number == kTensor ? "tensor_value" : f.number == kSequence ? "sequence_value" : "optional_value",
+                             static_cast<int64_t>(list.items.size()));
+        EMBER_ASSIGN_OR_RETURN(Tensor t, decode_item(f, item, ctx, depth));
+        list.items.push_back(std::move(t));
+        break;
+      }
+      case kSparseTensor: return not_implemented("{}: sparse tensor elements", w.path());
+      case kMap: return not_implemented("{}: map elements", w.path());
+      default: break;
+    }
+  }
+  if (kind == DType::kOptional && list.items.size() > 1) {
+    return proto::malformed(w, "an optional holds {} values", list.items.size());
+  }
+  if (elem_type == kElemSequence) {
+    list.elem_dtype = DType::kSequence;
+  } else if (elem_type == kElemOptional) {
+    list.elem_dtype = DType::kOptional;
+  } else if (elem_type != kElemTensor && elem_type != kElemUndefined) {
+    return not_implemented("{}: element type {} (sparse tensors, maps)", w.path(), elem_type);
+  }
+  if (!list.items.empty() && list.elem_dtype == DType::kUndefined) list.elem_dtype = list.items[0].dtype();
+  out.tensor = make_container(kind, std::move(list));
+  return out;
+}
+
+}  // namespace
+
+Result<NamedTensor> read_value_proto_file(const std::string& path, DType kind) {
+  if (!dtype_is_container(kind)) return read_tensor_proto_file(path);
+  EMBER_ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::open(path));
+  TensorContext ctx{file, nullptr};
+  Where root{nullptr, kind == DType::kSequence ? "SequenceProto" : "OptionalProto"};
+  auto result = decode_container(file->bytes(), root, ctx, kind, 0);
+  if (!result) return result.status().with_context(path + ": ");
+  return result;
+}
+
+}  // namespace ember::onnx

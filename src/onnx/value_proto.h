@@ -1,0 +1,16 @@
+#pragma once
+// SequenceProto and OptionalProto (onnx-ml.proto): the `.pb` files of ONNX backend
+// test cases whose inputs or outputs are sequences or optionals. They become
+// kSequence / kOptional handles (base/value_list.h).
+#include <string>
+
+#include "base/status.h"
+#include "onnx/model_loader.h"
+
+namespace ember::onnx {
+
+// Reads a file holding a value of `kind`: kSequence (SequenceProto), kOptional
+// (OptionalProto), or a tensor dtype (TensorProto).
+Result<NamedTensor> read_value_proto_file(const std::string& path, DType kind);
+
+}  // namespace ember::onnx
