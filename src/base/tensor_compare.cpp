@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "base/narrow_types.h"
+
 namespace ember {
 
 namespace {
@@ -78,6 +80,23 @@ Status compare_typed(const Tensor& actual, const Tensor& expected, const Toleran
       max_rel, tol.rtol, tol.atol);
 }
 
+// The narrow types compare exactly, code by code (any NaN code matches any other).
+Status compare_narrow(const Tensor& actual, const Tensor& expected) {
+  const DType t = expected.dtype();
+  int64_t mismatches = 0, first = -1;
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    const uint8_t a = narrow_code_at(actual.data(), t, i), b = narrow_code_at(expected.data(), t, i);
+    if (a == b || (narrow_is_nan(t, a) && narrow_is_nan(t, b))) continue;
+    if (mismatches++ == 0) first = i;
+  }
+  if (mismatches == 0) return Status::ok();
+  const uint8_t a = narrow_code_at(actual.data(), t, first), b = narrow_code_at(expected.data(), t, first);
+  return invalid_argument("{} of {} elements differ; first at flat index {} {}: actual {:.9g} (code 0x{:02x}) expected "
+                          "{:.9g} (code 0x{:02x})",
+                          mismatches, expected.numel(), first, index_string(first, expected.shape()),
+                          narrow_to_double(t, a), a, narrow_to_double(t, b), b);
+}
+
 }  // namespace
 
 Status compare_tensors(const Tensor& actual, const Tensor& expected, Tolerance tolerance) {
@@ -86,6 +105,7 @@ Status compare_tensors(const Tensor& actual, const Tensor& expected, Tolerance t
   if (actual.shape().size() != expected.shape().size() ||
       !std::equal(actual.shape().begin(), actual.shape().end(), expected.shape().begin()))
     return invalid_argument("shape differs: actual {} expected {}", actual.describe(), expected.describe());
+  if (dtype_is_narrow(expected.dtype())) return compare_narrow(actual, expected);
   EMBER_SWITCH_ALL(expected.dtype(), T, return compare_typed<T>(actual, expected, tolerance),
                    return not_implemented("compare: dtype {} is not supported", dtype_name(expected.dtype())));
   return Status::ok();

@@ -218,6 +218,13 @@ Status cast(OpContext& ctx) {
   return Status::ok();
 }
 
+Status bit_cast(OpContext& ctx) {
+  int64_t to = ctx.attrs.get_int("to", 0);
+  DType dt = dtype_is_known(static_cast<int32_t>(to)) ? static_cast<DType>(to) : DType::kUndefined;
+  set_output(ctx, 0, dt, opt_shape(ctx.shape(0)), std::nullopt);
+  return Status::ok();
+}
+
 Status cast_like(OpContext& ctx) {
   std::optional<Contents> c;
   if (dtype_is_int(ctx.dtype(1)) && dtype_is_int(ctx.dtype(0)) && ctx.contents(0)) c = *ctx.contents(0);
@@ -737,6 +744,7 @@ void add_tensor_rules(RuleTable& rules) {
   rules["Where"] = where;
   rules["Cast"] = cast;
   rules["CastLike"] = cast_like;
+  rules["BitCast"] = bit_cast;
   rules["Shape"] = shape_op;
   rules["Size"] = size_op;
   rules["ConstantOfShape"] = constant_of_shape;

@@ -1,5 +1,6 @@
 #include "kernels/registry.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ember::kernels {
@@ -59,6 +60,21 @@ Status needs_value(size_t input_index) {
 }
 bool is_needs_value(const Status& s) { return s.code() == StatusCode::kNeedsValue; }
 
+namespace {
+
+// The ops that read the narrow types (ONNX 17-26): the conversions, and data
+// movement that copies whole bytes (which refuses the packed 4-bit and 2-bit
+// types itself). Every other kernel is kept from misreading their bytes here.
+bool reads_narrow_types(const ir::Node& node) {
+  static constexpr std::string_view kOps[] = {
+      "Cast", "CastLike", "QuantizeLinear", "DequantizeLinear", "BitCast", "Identity", "Reshape", "Flatten",
+      "Squeeze", "Unsqueeze", "Shape", "Size", "Concat", "Split", "Slice", "Transpose", "Expand", "Tile", "Gather",
+  };
+  return node.domain.empty() && std::find(std::begin(kOps), std::end(kOps), node.op_type) != std::end(kOps);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<OpKernel>> create_kernel(const KernelInit& init) {
   const ir::Node& node = init.node;
   const OpEntry* e = OpRegistry::instance().find(node.domain, node.op_type, node.opset);
@@ -67,6 +83,12 @@ Result<std::unique_ptr<OpKernel>> create_kernel(const KernelInit& init) {
       return not_implemented("{}: opset {} of this op is not supported", node.label(), node.opset);
     }
     return not_implemented("{}: unsupported op", node.label());
+  }
+  for (size_t i = 0; i < init.input_dtypes.size(); ++i) {
+    if (dtype_is_narrow(init.input_dtypes[i]) && !reads_narrow_types(node)) {
+      return not_implemented("{}: input {} is {}, which this op does not support", node.label(), i,
+                             dtype_name(init.input_dtypes[i]));
+    }
   }
   if (!e->strings) {
     for (size_t i = 0; i < init.input_dtypes.size(); ++i) {

@@ -94,7 +94,7 @@ std::string_view onnx_type_name(int64_t t) {
 // copies into aligned storage, because a misaligned typed load is undefined behavior.
 // Bool bytes other than 0/1 are normalized (loading them as bool is undefined too).
 Tensor view_or_copy(DType dtype, Shape shape, const uint8_t* data, size_t nbytes, std::shared_ptr<const void> keep_alive) {
-  bool aligned = reinterpret_cast<uintptr_t>(data) % dtype_size(dtype) == 0;
+  bool aligned = reinterpret_cast<uintptr_t>(data) % std::max<size_t>(dtype_size(dtype), 1) == 0;
   bool clean_bools = dtype != DType::kBool || std::all_of(data, data + nbytes, [](uint8_t b) { return b <= 1; });
   if (keep_alive && aligned && clean_bools && nbytes > 0) return Tensor(dtype, std::move(shape), data, std::move(keep_alive));
   Tensor t = Tensor::allocate(dtype, std::move(shape));
@@ -114,6 +114,20 @@ Tensor decode_values(DType dtype, Shape shape, const std::vector<Src>& src, Conv
   Dst* out = t.data_as<Dst>();
   for (size_t i = 0; i < src.size(); ++i) out[i] = convert(src[i]);
   return t;
+}
+
+// The narrow types keep bit codes in int32_data: one element per value for the
+// 8-bit types, one packed byte (2 or 4 elements, low bits first) for the others.
+Result<Tensor> decode_narrow_int32s(const TensorFields& t, DType dtype, Shape shape, const std::string& label) {
+  const size_t nbytes = dtype_nbytes(dtype, shape_numel(shape));
+  if (t.int32s.size() != nbytes) {
+    return invalid_model("{} ({} {}) has {} values in int32_data, expected {}", label, dtype_name(dtype),
+                         shape_to_string(shape), t.int32s.size(), nbytes);
+  }
+  Tensor out = Tensor::allocate(dtype, std::move(shape));
+  auto* bytes = static_cast<uint8_t*>(out.data());
+  for (size_t i = 0; i < nbytes; ++i) bytes[i] = static_cast<uint8_t>(t.int32s[i]);
+  return out;
 }
 
 // Decodes values stored in the typed repeated fields into owned storage.
@@ -143,6 +157,7 @@ Result<Tensor> decode_typed(const TensorFields& t, DType dtype, Shape shape, con
                                                [](uint64_t v) { return static_cast<uint32_t>(v); });
     default: break;
   }
+  if (dtype_is_narrow(dtype)) return decode_narrow_int32s(t, dtype, std::move(shape), label);
   // Everything narrower than 32 bits is widened into int32_data; f16/bf16 keep their bits.
   EMBER_RETURN_IF_ERROR(check(t.int32s.size(), "int32_data"));
   auto bits16 = [](int32_t v) { return static_cast<uint16_t>(v); };
@@ -218,7 +233,7 @@ Result<Tensor> ExternalData::load(const std::string& tensor_name, DType dtype, c
     it = files_.emplace(key, std::move(opened).value()).first;
   }
   const std::shared_ptr<MappedFile>& file = it->second;
-  auto nbytes = static_cast<int64_t>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  auto nbytes = static_cast<int64_t>(dtype_nbytes(dtype, shape_numel(shape)));
   if (length < 0) length = nbytes;
   if (length != nbytes) {
     return invalid_model("tensor '{}' ({} {}) needs {} bytes but its external data length in '{}' is {}", tensor_name,
@@ -249,7 +264,7 @@ Result<NamedTensor> decode_tensor(std::span<const uint8_t> bytes, const Where& w
   int64_t numel = 1;
   for (int64_t d : t.dims) {
     if (d < 0) return invalid_model("{} has a negative dimension in {}", label, shape_to_string(t.dims));
-    if (d > 0 && numel > kMaxBytes / static_cast<int64_t>(dtype_size(dtype)) / d) {
+    if (d > 0 && numel > kMaxBytes / static_cast<int64_t>(std::max<size_t>(dtype_size(dtype), 1)) / d) {
       return invalid_model("{} has an impossibly large shape {}", label, shape_to_string(t.dims));
     }
     numel *= d;
@@ -261,7 +276,7 @@ Result<NamedTensor> decode_tensor(std::span<const uint8_t> bytes, const Where& w
     return out;
   }
   if (t.has_raw) {
-    size_t nbytes = static_cast<size_t>(numel) * dtype_size(dtype);
+    size_t nbytes = dtype_nbytes(dtype, numel);
     if (t.raw.size() != nbytes) {
       return invalid_model("{} ({} {}) has {} bytes of raw_data, expected {}", label, dtype_name(dtype),
                            shape_to_string(shape), t.raw.size(), nbytes);

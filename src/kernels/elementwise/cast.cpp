@@ -1,4 +1,5 @@
-// Cast and CastLike between every pair of numeric dtypes and bool.
+// Cast and CastLike between every pair of numeric dtypes, bool and the narrow
+// types (float8, float4, int4, int2: see cast_narrow.cpp).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -7,6 +8,7 @@
 #include <type_traits>
 
 #include "kernels/common/convert.h"
+#include "kernels/elementwise/cast_narrow.h"
 #include "kernels/elementwise/elementwise_common.h"
 #include "threading/thread_pool.h"
 
@@ -51,10 +53,11 @@ To cast_value(From v) {
 // Casts between f32 and the 16-bit floats run through the SIMD conversion table;
 // f16 <-> bf16 goes through f32 blocks on the stack (exact: f32 holds every
 // value of both, so only the final rounding happens).
-enum class CastPath { kGeneric, kSame, kF32ToF16, kF16ToF32, kF32ToBf16, kBf16ToF32, kF16ToBf16, kBf16ToF16 };
+enum class CastPath { kGeneric, kNarrow, kSame, kF32ToF16, kF16ToF32, kF32ToBf16, kBf16ToF32, kF16ToBf16, kBf16ToF16 };
 
 CastPath pick_cast_path(DType from, DType to) {
   if (from == to) return CastPath::kSame;
+  if (dtype_is_narrow(from) || dtype_is_narrow(to)) return CastPath::kNarrow;
   if (from == DType::kF32 && to == DType::kF16) return CastPath::kF32ToF16;
   if (from == DType::kF16 && to == DType::kF32) return CastPath::kF16ToF32;
   if (from == DType::kF32 && to == DType::kBF16) return CastPath::kF32ToBf16;
@@ -82,7 +85,8 @@ void cast_16_via_f32(const uint16_t* x, uint16_t* y, int64_t n, void (*to_f32)(c
 
 class CastKernel final : public OpKernel {
  public:
-  CastKernel(DType from, DType to) : from_(from), to_(to), path_(pick_cast_path(from, to)), convert_(convert_table()) {}
+  CastKernel(DType from, DType to, NarrowCastOptions narrow)
+      : from_(from), to_(to), path_(pick_cast_path(from, to)), narrow_(narrow), convert_(convert_table()) {}
 
   Status infer(KernelContext& ctx) const override {
     ctx.set_output(0, to_, ctx.input(0).shape());
@@ -92,12 +96,24 @@ class CastKernel final : public OpKernel {
   Status run(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     Tensor& y = ctx.output(0);
+    if (path_ == CastPath::kSame && dtype_is_packed(from_)) {
+      if (x.data() != y.data()) std::memcpy(y.data(), x.data(), x.nbytes());
+      return Status::ok();
+    }
+    if (path_ == CastPath::kNarrow) {
+      // Whole bytes per range: packed elements share them.
+      const int64_t n = x.numel();
+      threading::parallel_for((n + 7) / 8, kCastGrain / 8, [&](int64_t begin, int64_t end) {
+        cast_narrow_range(x, y, begin * 8, std::min(end * 8, n), narrow_);
+      });
+      return Status::ok();
+    }
     threading::parallel_for(x.numel(), kCastGrain, [&](int64_t begin, int64_t end) { cast_range(x, y, begin, end); });
     return Status::ok();
   }
 
   // Element i is read before it is written, so equal element sizes can share a buffer.
-  int inplace_input() const override { return dtype_size(from_) == dtype_size(to_) ? 0 : -1; }
+  int inplace_input() const override { return dtype_bits(from_) == dtype_bits(to_) && dtype_bits(from_) > 0 ? 0 : -1; }
 
  private:
   void cast_range(const Tensor& x, Tensor& y, int64_t begin, int64_t end) const {
@@ -122,6 +138,7 @@ class CastKernel final : public OpKernel {
       case CastPath::kBf16ToF32: return convert_.bf16_to_f32(x16, y32, n);
       case CastPath::kF16ToBf16: return cast_16_via_f32(x16, y16, n, convert_.f16_to_f32, convert_.f32_to_bf16);
       case CastPath::kBf16ToF16: return cast_16_via_f32(x16, y16, n, convert_.bf16_to_f32, convert_.f32_to_f16);
+      case CastPath::kNarrow:
       case CastPath::kGeneric: break;
     }
     visit<TypeSet::kNumericOrBool>(from_, [&](auto from_tag) {
@@ -138,6 +155,7 @@ class CastKernel final : public OpKernel {
   DType from_;
   DType to_;
   CastPath path_;
+  NarrowCastOptions narrow_;
   const ConvertTable& convert_;
 };
 
@@ -157,16 +175,37 @@ Result<DType> dtype_from_name(const std::string& name) {
 
 Status check_cast_dtype(DType t, std::string_view what) {
   if (t == DType::kString) return not_implemented("casts {} string are not supported", what);
-  if (!in_set<TypeSet::kNumericOrBool>(t)) {
+  if (!in_set<TypeSet::kNumericOrBool>(t) && !dtype_is_narrow(t)) {
     return not_implemented("casts {} ONNX type {} are not supported", what, static_cast<int>(t));
   }
   return Status::ok();
 }
 
-Result<std::unique_ptr<OpKernel>> make_cast(DType from, DType to) {
+// Attributes saturate (opset 19+, float8 targets) and round_mode (opset 24+,
+// FLOAT8E8M0 targets) of Cast and CastLike.
+Result<NarrowCastOptions> read_narrow_options(const ir::Node& node) {
+  ir::AttrReader attrs(node);
+  NarrowCastOptions options;
+  options.saturate = attrs.get_int("saturate", 1) != 0;
+  const std::string mode = attrs.get_string("round_mode", "up");
+  EMBER_RETURN_IF_ERROR(attrs.status());
+  if (mode == "up") {
+    options.e8m0_rounding = E8M0Rounding::kUp;
+  } else if (mode == "down") {
+    options.e8m0_rounding = E8M0Rounding::kDown;
+  } else if (mode == "nearest") {
+    options.e8m0_rounding = E8M0Rounding::kNearest;
+  } else {
+    return invalid_argument("attribute round_mode is '{}'; expected 'up', 'down' or 'nearest'", mode);
+  }
+  return options;
+}
+
+Result<std::unique_ptr<OpKernel>> make_cast(const ir::Node& node, DType from, DType to) {
   EMBER_RETURN_IF_ERROR(check_cast_dtype(from, "from"));
   EMBER_RETURN_IF_ERROR(check_cast_dtype(to, "to"));
-  return std::unique_ptr<OpKernel>(std::make_unique<CastKernel>(from, to));
+  EMBER_ASSIGN_OR_RETURN(NarrowCastOptions narrow, read_narrow_options(node));
+  return std::unique_ptr<OpKernel>(std::make_unique<CastKernel>(from, to, narrow));
 }
 
 Result<std::unique_ptr<OpKernel>> create_cast(const KernelInit& init) {
@@ -182,12 +221,59 @@ Result<std::unique_ptr<OpKernel>> create_cast(const KernelInit& init) {
     EMBER_RETURN_IF_ERROR(attrs.status());
     to = static_cast<DType>(v);
   }
-  return make_cast(init.input_dtypes[0], to);
+  return make_cast(init.node, init.input_dtypes[0], to);
 }
 
 Result<std::unique_ptr<OpKernel>> create_cast_like(const KernelInit& init) {
   EMBER_RETURN_IF_ERROR(check_input_count(init, 2, 2));
-  return make_cast(init.input_dtypes[0], init.input_dtypes[1]);
+  return make_cast(init.node, init.input_dtypes[0], init.input_dtypes[1]);
+}
+
+// BitCast-26: the input's bytes as another type of the same bit width.
+class BitCastKernel final : public OpKernel {
+ public:
+  explicit BitCastKernel(DType to) : to_(to) {}
+
+  Status infer(KernelContext& ctx) const override {
+    ctx.set_output(0, to_, ctx.input(0).shape());
+    return Status::ok();
+  }
+
+  Status run(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    if (to_ == DType::kBool) {  // a bool byte must hold 0 or 1: any other bit pattern reads as true
+      const auto* in = static_cast<const uint8_t*>(x.data());
+      auto* out = static_cast<uint8_t*>(y.data());
+      for (int64_t i = 0; i < x.numel(); ++i) out[i] = in[i] != 0;
+    } else if (x.data() != y.data() && x.nbytes() > 0) {
+      std::memcpy(y.data(), x.data(), x.nbytes());
+    }
+    return Status::ok();
+  }
+
+  int inplace_input() const override { return 0; }
+
+ private:
+  DType to_;
+};
+
+Result<std::unique_ptr<OpKernel>> create_bit_cast(const KernelInit& init) {
+  EMBER_RETURN_IF_ERROR(check_input_count(init, 1, 1));
+  ir::AttrReader attrs(init.node);
+  const int64_t to_attr = attrs.get_int("to", 0);
+  EMBER_RETURN_IF_ERROR(attrs.status());
+  const DType from = init.input_dtypes[0];
+  if (to_attr <= 0 || to_attr > INT32_MAX || !dtype_is_known(static_cast<int32_t>(to_attr))) {
+    return not_implemented("BitCast to ONNX type {} is not supported", to_attr);
+  }
+  const auto to = static_cast<DType>(to_attr);
+  if (from == DType::kString || to == DType::kString) return not_implemented("BitCast of string tensors");
+  if (dtype_bits(from) != dtype_bits(to) || dtype_bits(from) == 0) {
+    return invalid_argument("BitCast from {} ({} bits) to {} ({} bits): the bit widths must be equal", dtype_name(from),
+                            dtype_bits(from), dtype_name(to), dtype_bits(to));
+  }
+  return std::unique_ptr<OpKernel>(std::make_unique<BitCastKernel>(to));
 }
 
 }  // namespace
@@ -196,6 +282,7 @@ Result<std::unique_ptr<OpKernel>> create_cast_like(const KernelInit& init) {
 void register_cast_ops(OpRegistry& r) {
   add_op(r, "Cast", 1, elementwise::create_cast);
   add_op(r, "CastLike", 15, elementwise::create_cast_like);
+  add_op(r, "BitCast", 26, elementwise::create_bit_cast);
 }
 
 }  // namespace ember::kernels

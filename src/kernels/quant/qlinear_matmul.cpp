@@ -1,8 +1,11 @@
 // QLinearMatMul (opsets 10 and 21): the exact int32 product of u8/s8 operands
 // minus their zero points, requantized as ONNX Runtime does it: f32 multiplier
 // a_scale * b_scale[j] / y_scale, float(acc) * multiplier clamped to the output
-// range less y_zero_point, rounded half to even, plus y_zero_point.
+// range less y_zero_point, rounded half to even, plus y_zero_point. With
+// float16 or bfloat16 scales (opset 21) the multiplier is computed in that type,
+// as ONNX's reference does: round(round(a_scale * b_scale[j]) / y_scale).
 #include <memory>
+#include <vector>
 
 #include "kernels/matmul/matmul_geometry.h"
 #include "kernels/quant/qgemm_driver.h"
@@ -29,6 +32,24 @@ uint8_t byte_of(const Tensor& t) { return *static_cast<const uint8_t*>(t.data())
 
 int32_t zero_point(const Tensor& t) {
   return t.dtype() == DType::kI8 ? static_cast<int32_t>(static_cast<int8_t>(byte_of(t))) : byte_of(t);
+}
+
+template <typename T>
+float scale_value(const Tensor& t, int64_t i) {
+  return static_cast<float>(t.data_as<T>()[i]);
+}
+
+// The per-column multipliers of 16-bit float scales, each rounded as its type.
+template <typename T>
+std::vector<float> multipliers_16(const KernelContext& ctx, int64_t n) {
+  const Tensor& b_scale = ctx.input(kBScale);
+  const float a = scale_value<T>(ctx.input(kAScale), 0), y = scale_value<T>(ctx.input(kYScale), 0);
+  std::vector<float> out(static_cast<size_t>(b_scale.numel() > 1 ? n : 1));
+  for (size_t j = 0; j < out.size(); ++j) {
+    const float ab = static_cast<float>(T(a * scale_value<T>(b_scale, static_cast<int64_t>(j))));
+    out[j] = static_cast<float>(T(ab / y));
+  }
+  return out;
 }
 
 template <typename TA, typename TB>
@@ -63,8 +84,9 @@ void qlinear_matmul_ref(const MatMulGeometry& g, const KernelContext& ctx, const
 
 class QLinearMatMulKernel final : public OpKernel {
  public:
-  QLinearMatMulKernel(DType a_type, DType b_type, DType y_type, std::unique_ptr<quant::QGemmWeights> packed)
-      : a_type_(a_type), b_type_(b_type), y_type_(y_type), packed_(std::move(packed)),
+  QLinearMatMulKernel(DType a_type, DType b_type, DType y_type, DType scale_type,
+                      std::unique_ptr<quant::QGemmWeights> packed)
+      : a_type_(a_type), b_type_(b_type), y_type_(y_type), scale_type_(scale_type), packed_(std::move(packed)),
         table_(&quant::qgemm_table()) {}
 
   Status infer(KernelContext& ctx) const override {
@@ -82,9 +104,15 @@ class QLinearMatMulKernel final : public OpKernel {
   Status run(KernelContext& ctx) const override {
     EMBER_ASSIGN_OR_RETURN(MatMulGeometry g, matmul_geometry(ctx.input(kA).shape(), ctx.input(kB).shape()));
     quant::QGemmRequant rq;
-    rq.a_scale = *ctx.input(kAScale).data_as<float>();
-    rq.y_scale = *ctx.input(kYScale).data_as<float>();
-    rq.b_scale = ctx.input(kBScale).data_as<float>();
+    std::vector<float> multipliers;
+    if (scale_type_ == DType::kF32) {
+      rq.a_scale = *ctx.input(kAScale).data_as<float>();
+      rq.y_scale = *ctx.input(kYScale).data_as<float>();
+      rq.b_scale = ctx.input(kBScale).data_as<float>();
+    } else {
+      multipliers = scale_type_ == DType::kF16 ? multipliers_16<Float16>(ctx, g.n) : multipliers_16<BFloat16>(ctx, g.n);
+      rq.b_scale = multipliers.data();  // a_scale and y_scale stay 1: the multiplier is already whole
+    }
     rq.b_scale_stride = ctx.input(kBScale).numel() > 1 ? 1 : 0;
     rq.y_zp = zero_point(ctx.input(kYZp));
     rq.y_signed = y_type_ == DType::kI8;
@@ -114,6 +142,7 @@ class QLinearMatMulKernel final : public OpKernel {
 
  private:
   DType a_type_, b_type_, y_type_;
+  DType scale_type_;  // of all three scales: f32, f16 or bf16
   std::unique_ptr<quant::QGemmWeights> packed_;  // null: the reference loop
   const quant::QGemmTable* table_;
 };
@@ -134,19 +163,23 @@ Result<std::unique_ptr<OpKernel>> create_qlinear_matmul(const KernelInit& init) 
     return not_implemented("a, b and y_zero_point must be uint8 or int8, got {}, {} and {}", dtype_name(a),
                            dtype_name(b), dtype_name(y));
   }
+  const DType scale = init.input_dtypes[kAScale];
+  if (scale != DType::kF32 && scale != DType::kF16 && scale != DType::kBF16) {
+    return not_implemented("a_scale is {}, expected float32, float16 or bfloat16", dtype_name(scale));
+  }
   const struct {
     size_t input;
     DType want;
     const char* name;
-  } checks[] = {{kAZp, a, "a_zero_point"}, {kBZp, b, "b_zero_point"},  {kAScale, DType::kF32, "a_scale"},
-                {kBScale, DType::kF32, "b_scale"}, {kYScale, DType::kF32, "y_scale"}};
+  } checks[] = {{kAZp, a, "a_zero_point"}, {kBZp, b, "b_zero_point"}, {kBScale, scale, "b_scale"},
+                {kYScale, scale, "y_scale"}};
   for (const auto& c : checks) {
     if (init.input_dtypes[c.input] != c.want) {
       return not_implemented("{} is {}, expected {}", c.name, dtype_name(init.input_dtypes[c.input]),
                              dtype_name(c.want));
     }
   }
-  return std::unique_ptr<OpKernel>(std::make_unique<QLinearMatMulKernel>(a, b, y, pack_constant_b(init)));
+  return std::unique_ptr<OpKernel>(std::make_unique<QLinearMatMulKernel>(a, b, y, scale, pack_constant_b(init)));
 }
 
 }  // namespace ember::kernels

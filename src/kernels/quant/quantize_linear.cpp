@@ -1,14 +1,17 @@
-// QuantizeLinear, DequantizeLinear (opsets 10-21: per tensor, per axis and
-// blocked) and DynamicQuantizeLinear, computed as ONNX Runtime's MLAS does:
+// QuantizeLinear, DequantizeLinear (per tensor, per axis and blocked) and
+// DynamicQuantizeLinear, computed as ONNX Runtime's MLAS does:
 //   Q:  y = round_half_even(clamp(x / scale, qmin - zp, qmax - zp)) + zp in f32
 //       (a NaN quotient clamps to qmin, as MAXPS returns its second operand);
 //   DQ: y = float(int32(x) - int32(zp)) * scale in f32, rounded once to the
 //       scale's type.
+// The narrow types (int4, int2, float8, float4) follow the same formulas; to a
+// float type Q rounds x / scale + zp by Cast's rules (with `saturate`).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
 
+#include "base/narrow_types.h"
 #include "kernels/common/shape_util.h"
 #include "kernels/quant/qgemm.h"
 #include "kernels/quant/quant_ops.h"
@@ -33,7 +36,8 @@ struct QuantLayout {
 
 Result<QuantLayout> quant_layout(const Shape& x, const Tensor& scale, const Tensor* zp, int64_t axis_attr,
                                  int64_t block_size) {
-  if (zp && zp->shape() != scale.shape()) {
+  const bool single = scale.numel() == 1 && scale.rank() <= 1;  // [] and [1] both mean per tensor
+  if (zp && zp->shape() != scale.shape() && !(single && zp->numel() == 1 && zp->rank() <= 1)) {
     return invalid_argument("zero point {} and scale {} differ in shape", zp->describe(), scale.describe());
   }
   QuantLayout l;
@@ -120,8 +124,14 @@ void for_each_quant(const QuantLayout& l, Fn&& fn) {
   });
 }
 
+// The zero point of a narrow type, as a value.
+double narrow_zp_at(const Tensor* zp, int64_t i) {
+  return zp ? narrow_to_double(zp->dtype(), narrow_code_at(zp->data(), zp->dtype(), i)) : 0.0;
+}
+
 int32_t zp_at(const Tensor* zp, int64_t i) {
   if (!zp) return 0;
+  if (dtype_is_narrow(zp->dtype())) return static_cast<int32_t>(narrow_zp_at(zp, i));
   int32_t v = 0;
   EMBER_SWITCH_INT(zp->dtype(), T, { v = static_cast<int32_t>(zp->data_as<T>()[i]); }, break);
   return v;
@@ -142,8 +152,8 @@ Result<QuantLayout> layout_of(const KernelContext& ctx, int64_t axis, int64_t bl
 
 class QuantizeKernel final : public OpKernel {
  public:
-  QuantizeKernel(DType x_type, DType scale_type, DType y_type, int64_t axis, int64_t block)
-      : x_type_(x_type), y_type_(y_type), axis_(axis), block_(block),
+  QuantizeKernel(DType x_type, DType scale_type, DType y_type, int64_t axis, int64_t block, bool saturate)
+      : x_type_(x_type), y_type_(y_type), axis_(axis), block_(block), saturate_(saturate),
         simd_(x_type == DType::kF32 && scale_type == DType::kF32 && (y_type == DType::kU8 || y_type == DType::kI8)),
         table_(&quant::qgemm_table()) {}
 
@@ -159,6 +169,10 @@ class QuantizeKernel final : public OpKernel {
     const Tensor* zp = zero_point_of(ctx);
     EMBER_ASSIGN_OR_RETURN(QuantLayout l, layout_of(ctx, axis_, block_));
     Tensor& y = ctx.output(0);
+    if (dtype_is_narrow(y_type_)) {
+      quantize_narrow(x, scale, zp, l, y);
+      return Status::ok();
+    }
     if (simd_ && l.s_inner == 0) {
       const float* xs = x.data_as<float>();
       auto* ys = static_cast<uint8_t*>(y.data());
@@ -193,8 +207,35 @@ class QuantizeKernel final : public OpKernel {
   }
 
  private:
+  // One thread: packed outputs share bytes between neighbouring elements.
+  void quantize_narrow(const Tensor& x, const Tensor& scale, const Tensor* zp, const QuantLayout& l, Tensor& y) const {
+    const NarrowCastOptions options{saturate_, E8M0Rounding::kUp};
+    const bool to_int = !narrow_is_float(y_type_);
+    const auto lo = static_cast<float>(narrow_int_min(y_type_)), hi = static_cast<float>(narrow_int_max(y_type_));
+    for (int64_t o = 0; o < l.outer; ++o) {
+      for (int64_t a = 0; a < l.axis_len; ++a) {
+        const int64_t base = o * l.s_outer + (a / l.block) * l.s_axis;
+        const int64_t x0 = (o * l.axis_len + a) * l.inner;
+        for (int64_t i = 0; i < l.inner; ++i) {
+          const int64_t si = base + i * l.s_inner;
+          const float q = static_cast<float>(read_double(x, x0 + i)) / scale_at(scale, si);
+          const auto zpv = static_cast<float>(narrow_zp_at(zp, si));
+          uint8_t code;
+          if (to_int) {
+            const float v = std::nearbyint(std::clamp(q, lo - zpv, hi - zpv)) + zpv;
+            code = narrow_from_int(y_type_, std::isnan(q) ? static_cast<int64_t>(lo) : static_cast<int64_t>(v), options);
+          } else {
+            code = narrow_from_double(y_type_, q + zpv, options);
+          }
+          set_narrow_code(y.data(), y_type_, x0 + i, code);
+        }
+      }
+    }
+  }
+
   DType x_type_, y_type_;
   int64_t axis_, block_;
+  bool saturate_;  // float8 outputs: out-of-range values to the largest finite value
   bool simd_;  // f32 x and scale, 8-bit y: the table's microkernel on runs of one scale
   const quant::QGemmTable* table_;
 };
@@ -216,6 +257,18 @@ class DequantizeKernel final : public OpKernel {
     const Tensor* zp = zero_point_of(ctx);
     EMBER_ASSIGN_OR_RETURN(QuantLayout l, layout_of(ctx, axis_, block_));
     Tensor& y = ctx.output(0);
+    const auto store = [&](int64_t xi, float v) {
+      if (y_type_ == DType::kF16) y.data_as<Float16>()[xi] = Float16(v);
+      else if (y_type_ == DType::kBF16) y.data_as<BFloat16>()[xi] = BFloat16(v);
+      else y.data_as<float>()[xi] = v;
+    };
+    if (dtype_is_narrow(x_type_)) {
+      for_each_quant(l, [&](int64_t xi, int64_t si) {
+        const double xv = narrow_to_double(x_type_, narrow_code_at(x.data(), x_type_, xi));
+        store(xi, static_cast<float>(xv - narrow_zp_at(zp, si)) * scale_at(scale, si));
+      });
+      return Status::ok();
+    }
     EMBER_SWITCH_INT(x_type_, TX, {
       const TX* xs = x.data_as<TX>();
       for_each_quant(l, [&](int64_t xi, int64_t si) {
@@ -279,35 +332,49 @@ Result<std::unique_ptr<OpKernel>> create_quantize_linear(const KernelInit& init)
   ir::AttrReader attrs(init.node);
   const int64_t axis = attrs.get_int("axis", 1), block = attrs.get_int("block_size", 0);
   const int64_t out_attr = attrs.get_int("output_dtype", 0);
+  const bool saturate = attrs.get_int("saturate", 1) != 0;
+  const int64_t precision = attrs.get_int("precision", 0);
   EMBER_RETURN_IF_ERROR(attrs.status());
   const DType x = init.input_dtypes[0], s = init.input_dtypes[1];
   const bool has_zp = init.input_dtypes.size() > 2 && init.input_dtypes[2] != DType::kUndefined;
   const DType y = has_zp ? init.input_dtypes[2] : out_attr != 0 ? static_cast<DType>(out_attr) : DType::kU8;
+  if (has_zp && out_attr != 0 && static_cast<DType>(out_attr) != y) {
+    return invalid_argument("attribute output_dtype is {} but input 'y_zero_point' is {}; they must match", out_attr,
+                            dtype_name(y));
+  }
   if ((!is_float(x) && x != DType::kI32) || !is_float(s)) {
     return not_implemented("QuantizeLinear of {} with {} scale", dtype_name(x), dtype_name(s));
   }
-  if (y != DType::kU8 && y != DType::kI8 && y != DType::kU16 && y != DType::kI16) {
+  if (precision != 0 && precision != static_cast<int64_t>(DType::kF32)) {
+    return not_implemented("QuantizeLinear attribute precision {} (float32 only)", precision);
+  }
+  const bool narrow_y = dtype_is_narrow(y) && y != DType::kF8E8M0;
+  if (y != DType::kU8 && y != DType::kI8 && y != DType::kU16 && y != DType::kI16 && !narrow_y) {
     return not_implemented("QuantizeLinear to {}", dtype_name(y));
   }
-  return std::unique_ptr<OpKernel>(std::make_unique<QuantizeKernel>(x, s, y, axis, block));
+  return std::unique_ptr<OpKernel>(std::make_unique<QuantizeKernel>(x, s, y, axis, block, saturate));
 }
 
 Result<std::unique_ptr<OpKernel>> create_dequantize_linear(const KernelInit& init) {
   EMBER_RETURN_IF_ERROR(require_inputs(init, 2));
   ir::AttrReader attrs(init.node);
   const int64_t axis = attrs.get_int("axis", 1), block = attrs.get_int("block_size", 0);
+  const int64_t out_attr = attrs.get_int("output_dtype", 0);
   EMBER_RETURN_IF_ERROR(attrs.status());
   const DType x = init.input_dtypes[0], s = init.input_dtypes[1];
-  const bool int_x = x == DType::kU8 || x == DType::kI8 || x == DType::kU16 || x == DType::kI16 || x == DType::kI32;
+  const bool int_x = x == DType::kU8 || x == DType::kI8 || x == DType::kU16 || x == DType::kI16 || x == DType::kI32 ||
+                     (dtype_is_narrow(x) && x != DType::kF8E8M0);
   if (!int_x || !is_float(s)) {
     return not_implemented("DequantizeLinear of {} with {} scale", dtype_name(x), dtype_name(s));
   }
+  const DType y = out_attr != 0 ? static_cast<DType>(out_attr) : s;
+  if (!is_float(y)) return not_implemented("DequantizeLinear to {} (output_dtype {})", dtype_name(y), out_attr);
   const DType zp = init.input_dtypes.size() > 2 ? init.input_dtypes[2] : DType::kUndefined;
   if (zp != DType::kUndefined && zp != x) {
     return invalid_argument("input 'x_zero_point' is {} but input 'x' is {}; they must match", dtype_name(zp),
                             dtype_name(x));
   }
-  return std::unique_ptr<OpKernel>(std::make_unique<DequantizeKernel>(x, s, axis, block));
+  return std::unique_ptr<OpKernel>(std::make_unique<DequantizeKernel>(x, y, axis, block));
 }
 
 Result<std::unique_ptr<OpKernel>> create_dynamic_quantize_linear(const KernelInit& init) {
