@@ -116,8 +116,8 @@ Outcome run_case(const fs::path& dir) {
     return {kind, session.status().to_string()};
   }
   for (const auto& in : (*session)->inputs()) {
-    if (in.dtype == DType::kUndefined || in.dtype == DType::kString) {
-      return {Outcome::kSkip, fmt::format("input '{}' has a type Ember does not support (sequence, map, optional or string)", in.name)};
+    if (in.dtype == DType::kUndefined) {
+      return {Outcome::kSkip, fmt::format("input '{}' has a type Ember does not support (sequence, map or optional)", in.name)};
     }
   }
   std::vector<fs::path> sets;

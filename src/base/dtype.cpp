@@ -124,7 +124,7 @@ bool dtype_is_unsigned_int(DType t) {
 }
 bool dtype_is_known(int32_t onnx_type) {
   switch (onnx_type) {
-    case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 9: case 10: case 11: case 12: case 13: case 16:
+    case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 12: case 13: case 16:
       return true;
     case 17: case 18: case 19: case 20: case 21: case 22: case 23: case 24: case 25: case 26:
       return true;

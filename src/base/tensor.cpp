@@ -1,5 +1,6 @@
 #include "base/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/buffer.h"
@@ -32,7 +33,21 @@ Shape contiguous_strides(std::span<const int64_t> shape) {
   return strides;
 }
 
+namespace {
+
+// String elements are std::string objects: constructed empty here and destroyed
+// with the storage, never placed in a planner's arena (docs/kernels/strings.md).
+Tensor allocate_strings(Shape shape) {
+  const auto n = static_cast<size_t>(shape_numel(shape));
+  std::shared_ptr<std::string[]> strings(new std::string[std::max<size_t>(n, 1)]);
+  void* p = strings.get();
+  return Tensor(DType::kString, std::move(shape), p, std::shared_ptr<const void>(strings, p));
+}
+
+}  // namespace
+
 Tensor Tensor::allocate_uninitialized(DType dtype, Shape shape) {
+  if (dtype == DType::kString) return allocate_strings(std::move(shape));
   size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
   auto buffer = std::make_shared<AlignedBuffer>(bytes);
   void* p = buffer->data();
@@ -48,6 +63,10 @@ Tensor Tensor::allocate(DType dtype, Shape shape) {
 Tensor Tensor::clone() const {
   if (dtype_is_container(dtype_)) return clone_container(*this);
   Tensor t = allocate(dtype_, shape_);
+  if (dtype_ == DType::kString) {
+    std::copy_n(data_as<std::string>(), numel(), t.data_as<std::string>());
+    return t;
+  }
   if (nbytes()) std::memcpy(t.data(), data_, nbytes());
   return t;
 }

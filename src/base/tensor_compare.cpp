@@ -97,6 +97,19 @@ Status compare_narrow(const Tensor& actual, const Tensor& expected) {
                           narrow_to_double(t, a), a, narrow_to_double(t, b), b);
 }
 
+Status compare_strings(const Tensor& actual, const Tensor& expected) {
+  const std::string* a = actual.data_as<std::string>();
+  const std::string* b = expected.data_as<std::string>();
+  int64_t mismatches = 0, first = -1;
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    if (a[i] == b[i]) continue;
+    if (mismatches++ == 0) first = i;
+  }
+  if (mismatches == 0) return Status::ok();
+  return invalid_argument("{} of {} strings differ; first at flat index {} {}: actual \"{}\" expected \"{}\"", mismatches,
+                          expected.numel(), first, index_string(first, expected.shape()), a[first], b[first]);
+}
+
 }  // namespace
 
 Status compare_tensors(const Tensor& actual, const Tensor& expected, Tolerance tolerance) {
@@ -106,6 +119,7 @@ Status compare_tensors(const Tensor& actual, const Tensor& expected, Tolerance t
       !std::equal(actual.shape().begin(), actual.shape().end(), expected.shape().begin()))
     return invalid_argument("shape differs: actual {} expected {}", actual.describe(), expected.describe());
   if (dtype_is_narrow(expected.dtype())) return compare_narrow(actual, expected);
+  if (expected.dtype() == DType::kString) return compare_strings(actual, expected);
   EMBER_SWITCH_ALL(expected.dtype(), T, return compare_typed<T>(actual, expected, tolerance),
                    return not_implemented("compare: dtype {} is not supported", dtype_name(expected.dtype())));
   return Status::ok();

@@ -232,6 +232,7 @@ std::optional<std::vector<DimExpr>> contents_of(const Tensor& t) {
 InferFn find_infer_fn(const Node& node) {
   static const RuleTable rules = [] {
     RuleTable r;
+    add_string_rules(r);
     add_tensor_rules(r);
     add_nn_rules(r);
     add_sequence_rules(r);

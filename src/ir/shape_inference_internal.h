@@ -56,6 +56,7 @@ class OpContext {
 using InferFn = Status (*)(OpContext&);
 // Op type (prefixed "domain." outside the default domain) -> its rule.
 using RuleTable = std::unordered_map<std::string, InferFn>;
+void add_string_rules(RuleTable& rules);  // shape_inference_strings.cpp: string and ai.onnx.ml ops
 void add_tensor_rules(RuleTable& rules);  // shape_inference_ops.cpp
 void add_nn_rules(RuleTable& rules);      // shape_inference_nn.cpp
 void add_sequence_rules(RuleTable& rules);  // shape_inference_seq.cpp: sequences and optionals

@@ -207,8 +207,13 @@ Status GraphBuilder::emit_constant(const NodeMsg& n, const Scope& scope, Pending
     std::vector<int64_t> v = attrs.get_ints(kind);
     t = Tensor::allocate(DType::kI64, {static_cast<int64_t>(v.size())});
     std::copy(v.begin(), v.end(), t.data_as<int64_t>());
-  } else if (kind == "value_string" || kind == "value_strings") {
-    return not_implemented("{}: string constants are not supported", label_of(n));
+  } else if (kind == "value_string") {
+    t = Tensor::allocate(DType::kString, {});
+    *t.data_as<std::string>() = attrs.get_string(kind, "");
+  } else if (kind == "value_strings") {
+    std::vector<std::string> v = attrs.get_strings(kind);
+    t = Tensor::allocate(DType::kString, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.data_as<std::string>());
   } else {
     return invalid_model("{}: unknown attribute '{}'", label_of(n), kind);
   }

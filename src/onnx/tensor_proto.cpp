@@ -33,6 +33,7 @@ struct TensorFields {
   std::vector<int64_t> int64s;
   std::vector<double> doubles;
   std::vector<uint64_t> uint64s;
+  std::vector<std::string> strings;
   int64_t data_location = 0;
   std::vector<std::pair<std::string, std::string>> external;
 };
@@ -74,7 +75,13 @@ Status read_tensor_fields(std::span<const uint8_t> bytes, const Where& w, Tensor
         EMBER_RETURN_IF_ERROR(read_string_entry(entry, ew, t.external.emplace_back()));
         break;
       }
-      default: break;  // string_data, segment, doc_string, metadata: not needed
+      case kStringData: {
+        std::span<const uint8_t> s;
+        EMBER_RETURN_IF_ERROR(proto::read_bytes(f, w.child("string_data", static_cast<int64_t>(t.strings.size())), s));
+        t.strings.emplace_back(reinterpret_cast<const char*>(s.data()), s.size());
+        break;
+      }
+      default: break;  // segment, doc_string, metadata: not needed
     }
   }
   return Status::ok();
@@ -202,6 +209,25 @@ Result<Tensor> load_external(const TensorFields& t, DType dtype, const Shape& sh
   return ctx.external->load(t.name, dtype, shape, location, offset, length);
 }
 
+// String elements live only in string_data (onnx.proto: raw_data cannot hold them).
+Result<NamedTensor> decode_strings(const TensorFields& t, const std::string& label) {
+  if (t.has_raw || t.data_location == kLocationExternal) {
+    return invalid_model("{} is a string tensor with raw or external data; strings belong in string_data", label);
+  }
+  Shape shape;
+  for (int64_t d : t.dims) {
+    if (d < 0) return invalid_model("{} has a negative dimension in {}", label, shape_to_string(t.dims));
+    shape.push_back(d);
+  }
+  if (t.strings.size() != static_cast<size_t>(shape_numel(shape))) {
+    return invalid_model("{} has {} values in string_data, expected {} for shape {}", label, t.strings.size(),
+                         shape_numel(shape), shape_to_string(shape));
+  }
+  NamedTensor out{t.name, Tensor::allocate(DType::kString, std::move(shape))};
+  std::copy(t.strings.begin(), t.strings.end(), out.tensor.data_as<std::string>());
+  return out;
+}
+
 }  // namespace
 
 ExternalData::ExternalData(const std::string& base_dir) : base_dir_(base_dir.empty() ? "." : base_dir) {}
@@ -251,7 +277,7 @@ Result<NamedTensor> decode_tensor(std::span<const uint8_t> bytes, const Where& w
   TensorFields t;
   EMBER_RETURN_IF_ERROR(read_tensor_fields(bytes, where, t));
   std::string label = fmt::format("{}: tensor '{}'", where.path(), t.name);
-  if (t.data_type == kOnnxString) return not_implemented("{}: string tensors are not supported", label);
+  if (t.data_type == kOnnxString) return decode_strings(t, label);
   if (t.data_type == 0) return invalid_model("{} has no data_type", label);
   if (t.data_type > INT32_MAX || !dtype_is_known(static_cast<int32_t>(t.data_type))) {
     return not_implemented("{} has data type {} ({}), which is not supported", label, t.data_type,
@@ -309,6 +335,10 @@ std::string serialize_tensor_proto(const Tensor& t, const std::string& name) {
   for (int64_t d : t.shape()) w.varint_field(kDims, static_cast<uint64_t>(d));
   w.varint_field(kDataType, static_cast<uint64_t>(t.dtype()));
   w.string_field(kName, name);
+  if (t.dtype() == DType::kString) {
+    for (int64_t i = 0; i < t.numel(); ++i) w.string_field(kStringData, t.data_as<std::string>()[i]);
+    return w.take();
+  }
   w.bytes_field(kRawData, {static_cast<const uint8_t*>(t.data()), t.nbytes()});
   return w.take();
 }

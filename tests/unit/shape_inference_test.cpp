@@ -424,6 +424,34 @@ TEST(ShapeInferenceTest, UnknownOpsLeaveOutputsUnknown) {
   EXPECT_EQ(b.dtype("z"), DType::kUndefined);
 }
 
+TEST(ShapeInferenceTest, StringAndMlOps) {
+  Attribute stopwords;
+  stopwords.name = "stopwords";
+  stopwords.type = AttrType::kStrings;
+  stopwords.strings = {"monday"};
+  Builder b(20);
+  b.input("s", DType::kString, {"n", int64_t{3}})
+      .input("row", DType::kString, {int64_t{1}, int64_t{5}})
+      .input("ids", DType::kI64, {"b", int64_t{6}})
+      .input("x", DType::kF32, {"b", int64_t{4}, int64_t{7}})
+      .input("at", DType::kI64, {int64_t{1}, int64_t{2}})
+      .node("StringSplit", {"s"}, {"parts", "counts"})
+      .node("StringNormalizer", {"row"}, {"kept"}, {stopwords})
+      .node("StringNormalizer", {"row"}, {"same"})
+      .node("TfIdfVectorizer", {"ids"}, {"tf"}, {attr_string("mode", "TF"), attr_ints("ngram_indexes", {0, 4, 2})})
+      .node("ArrayFeatureExtractor", {"x", "at"}, {"picked"});
+  b.g.nodes.back().domain = "ai.onnx.ml";
+  EXPECT_EQ(b.shape("parts"), "[n,3,?]");
+  EXPECT_EQ(b.dtype("parts"), DType::kString);
+  EXPECT_EQ(b.shape("counts"), "[n,3]");
+  EXPECT_EQ(b.dtype("counts"), DType::kI64);
+  EXPECT_EQ(b.shape("kept"), "[1,?]");
+  EXPECT_EQ(b.shape("same"), "[1,5]");
+  EXPECT_EQ(b.shape("tf"), "[b,5]");
+  EXPECT_EQ(b.dtype("tf"), DType::kF32);
+  EXPECT_EQ(b.shape("picked"), "[b,4,2]");
+}
+
 // Declared output shapes must come out of inference again when they are removed.
 void expect_outputs_reinferred(const fs::path& model) {
   auto loaded = onnx::load_model(model.string());

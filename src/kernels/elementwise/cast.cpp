@@ -2,6 +2,7 @@
 // types (float8, float4, int4, int2: see cast_narrow.cpp).
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -10,6 +11,7 @@
 #include "kernels/common/convert.h"
 #include "kernels/elementwise/cast_narrow.h"
 #include "kernels/elementwise/elementwise_common.h"
+#include "kernels/string/string_ops.h"
 #include "threading/thread_pool.h"
 
 namespace ember::kernels {
@@ -279,9 +281,21 @@ Result<std::unique_ptr<OpKernel>> create_bit_cast(const KernelInit& init) {
 }  // namespace
 }  // namespace elementwise
 
+namespace {
+
+// Casts from or to string belong to the string family (kernels/string/string_cast.cpp).
+Result<std::unique_ptr<OpKernel>> create_cast_or_string_cast(const KernelInit& init) {
+  return string_ops::create_cast_with_strings(init, elementwise::create_cast);
+}
+Result<std::unique_ptr<OpKernel>> create_cast_like_or_string_cast(const KernelInit& init) {
+  return string_ops::create_cast_with_strings(init, elementwise::create_cast_like);
+}
+
+}  // namespace
+
 void register_cast_ops(OpRegistry& r) {
-  add_op(r, "Cast", 1, elementwise::create_cast);
-  add_op(r, "CastLike", 15, elementwise::create_cast_like);
+  r.add({"", "Cast", 1, INT_MAX, create_cast_or_string_cast, /*strings=*/true});
+  r.add({"", "CastLike", 15, INT_MAX, create_cast_like_or_string_cast, /*strings=*/true});
   add_op(r, "BitCast", 26, elementwise::create_bit_cast);
 }
 

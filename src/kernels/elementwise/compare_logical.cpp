@@ -1,5 +1,8 @@
 // Comparisons (bool output) and the logical ops on bool tensors.
+#include <climits>
+
 #include "kernels/elementwise/binary_kernel.h"
+#include "kernels/string/string_ops.h"
 
 namespace ember::kernels {
 namespace elementwise {
@@ -22,6 +25,11 @@ EMBER_PREDICATE_OP(LessOrEqualOp, TypeSet::kNumeric, a <= b)
 EMBER_PREDICATE_OP(GreaterOrEqualOp, TypeSet::kNumeric, a >= b)
 #undef EMBER_PREDICATE_OP
 
+// Equal on strings belongs to the string family (kernels/string/string_ops.cpp).
+Result<std::unique_ptr<OpKernel>> create_equal(const KernelInit& init) {
+  return string_ops::create_equal_with_strings(init, create_binary<EqualOp>);
+}
+
 }  // namespace
 }  // namespace elementwise
 
@@ -30,7 +38,7 @@ void register_compare_logical_ops(OpRegistry& r) {
   add_op(r, "And", 1, create_binary<AndOp>);
   add_op(r, "Or", 1, create_binary<OrOp>);
   add_op(r, "Xor", 1, create_binary<XorOp>);
-  add_op(r, "Equal", 1, create_binary<EqualOp>);
+  r.add({"", "Equal", 1, INT_MAX, create_equal, /*strings=*/true});
   add_op(r, "Less", 1, create_binary<LessOp>);
   add_op(r, "Greater", 1, create_binary<GreaterOp>);
   add_op(r, "LessOrEqual", 12, create_binary<LessOrEqualOp>);
