@@ -719,7 +719,8 @@ void add_tensor_rules(RuleTable& rules) {
         "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Hardmax", "LeakyRelu", "Log", "LogSoftmax", "Mish",
         "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Softmax", "Softplus",
         "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu", "BitwiseNot", "Trilu", "CumSum", "ReverseSequence",
-        "ScatterND", "ScatterElements", "PRelu", "Scatter", "LpNormalization", "MeanVarianceNormalization", "LRN"}) {
+        "ScatterND", "ScatterElements", "PRelu", "Scatter", "LpNormalization", "MeanVarianceNormalization", "LRN",
+        "CumProd"}) {
     rules[op] = same_as_input;
   }
   rules["Identity"] = identity;

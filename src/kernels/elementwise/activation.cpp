@@ -77,6 +77,22 @@ struct ThresholdedReluOp {
   explicit ThresholdedReluOp(ir::AttrReader& a) : alpha(a.get_float("alpha", 1.0f)) {}
   template <typename C> C operator()(C x) const { return x > C(alpha) ? x : C(0); }
 };
+// Shrink on integer inputs compares and shifts in double, as the float attributes
+// would be truncated in the integer type (lambd=0.5 must not become 0).
+struct ShrinkOp {
+  static constexpr TypeSet kTypes = TypeSet::kNumeric;
+  float lambd;
+  float bias;
+  explicit ShrinkOp(ir::AttrReader& a) : lambd(a.get_float("lambd", 0.5f)), bias(a.get_float("bias", 0.0f)) {}
+  template <typename C> C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return x < -C(lambd) ? x + C(bias) : (x > C(lambd) ? x - C(bias) : C(0));
+    } else {
+      const double v = static_cast<double>(x);
+      return v < -double(lambd) ? static_cast<C>(v + bias) : (v > double(lambd) ? static_cast<C>(v - bias) : C(0));
+    }
+  }
+};
 struct SoftplusOp {
   static constexpr TypeSet kTypes = TypeSet::kFloat;
   template <typename C> C operator()(C x) const { return softplus(x); }
@@ -237,6 +253,7 @@ void register_activation_ops(OpRegistry& r) {
   add_op(r, "HardSigmoid", 1, create_unary_table<HardSigmoidOp>);
   add_op(r, "HardSwish", 14, create_unary_table<HardSwishOp>);
   add_op(r, "ThresholdedRelu", 10, create_unary_table<ThresholdedReluOp>);
+  add_op(r, "Shrink", 9, create_unary<ShrinkOp>);
   add_op(r, "Softplus", 1, create_unary_table<SoftplusOp>);
   add_op(r, "Softsign", 1, create_unary_table<SoftsignOp>);
   add_op(r, "Mish", 18, create_unary_table<MishOp>);

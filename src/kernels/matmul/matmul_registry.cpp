@@ -5,6 +5,7 @@
 
 namespace ember::kernels {
 
+Result<std::unique_ptr<OpKernel>> create_det(const KernelInit& init);  // det.cpp
 Result<std::unique_ptr<OpKernel>> create_einsum(const KernelInit& init);  // einsum.cpp
 
 // One entry per op: each factory reads node.opset for the version-dependent forms.
@@ -17,6 +18,7 @@ void register_matmul_ops(OpRegistry& r) {
   r.add({"", "AveragePool", 1, INT_MAX, create_average_pool});
   r.add({"", "GlobalMaxPool", 1, INT_MAX, create_global_max_pool});
   r.add({"", "GlobalAveragePool", 1, INT_MAX, create_global_average_pool});
+  r.add({"", "Det", 11, INT_MAX, create_det});
   r.add({"", "Einsum", 12, INT_MAX, create_einsum});
 }
 

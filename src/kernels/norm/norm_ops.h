@@ -18,6 +18,8 @@ Result<std::unique_ptr<OpKernel>> create_row_normalization(const KernelInit& ini
 Result<std::unique_ptr<OpKernel>> create_layer_normalization_reference(const KernelInit& init);
 Result<std::unique_ptr<OpKernel>> create_batch_normalization(const KernelInit& init);
 Result<std::unique_ptr<OpKernel>> create_instance_normalization(const KernelInit& init);
+Result<std::unique_ptr<OpKernel>> create_group_normalization(const KernelInit& init);
+Result<std::unique_ptr<OpKernel>> create_lp_normalization(const KernelInit& init);
 
 // Fails unless inputs 0..required-1 are present and every present input has a
 // float dtype; with same_dtype, the dtype of input 0.

@@ -29,6 +29,8 @@ void register_norm_ops(OpRegistry& r) {
   r.add({"com.microsoft", "SkipSimplifiedLayerNormalization", 1, INT_MAX, create_row_normalization});
   r.add({"", "BatchNormalization", 1, INT_MAX, create_batch_normalization});
   r.add({"", "InstanceNormalization", 1, INT_MAX, create_instance_normalization});
+  r.add({"", "GroupNormalization", 18, INT_MAX, create_group_normalization});
+  r.add({"", "LpNormalization", 1, INT_MAX, create_lp_normalization});
 }
 
 }  // namespace ember::kernels

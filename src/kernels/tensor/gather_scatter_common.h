@@ -1,6 +1,6 @@
 #pragma once
 // Shared pieces of the indexing kernels (Gather*, Scatter*, OneHot, NonZero,
-// Compress, CumSum, TopK, ArgMax/ArgMin, Unique): the factories the registry
+// Compress, CumSum, CumProd, TopK, ArgMax/ArgMin, Unique): the factories the registry
 // lists and the index/element helpers their run() loops use.
 #include <cstdint>
 #include <memory>
@@ -24,10 +24,12 @@ KernelResult create_one_hot(const KernelInit& init);
 KernelResult create_non_zero(const KernelInit& init);
 KernelResult create_compress(const KernelInit& init);
 KernelResult create_cum_sum(const KernelInit& init);
+KernelResult create_cum_prod(const KernelInit& init);
 KernelResult create_top_k(const KernelInit& init);
 KernelResult create_arg_max(const KernelInit& init);
 KernelResult create_arg_min(const KernelInit& init);
 KernelResult create_unique(const KernelInit& init);
+KernelResult create_non_max_suppression(const KernelInit& init);
 
 // Index inputs are int32 or int64.
 Status check_index_dtype(DType t, std::string_view what);

@@ -1,4 +1,4 @@
-// The indexing ops (gather/scatter family, selections, OneHot, CumSum, Unique)
+// The indexing ops (gather/scatter family, selections, OneHot, CumSum, CumProd, Unique)
 // and the helpers their factories share.
 #include <climits>
 
@@ -46,10 +46,12 @@ void register_gather_scatter_ops(OpRegistry& r) {
   r.add({"", "NonZero", 9, INT_MAX, create_non_zero});
   r.add({"", "Compress", 9, INT_MAX, create_compress});
   r.add({"", "CumSum", 11, INT_MAX, create_cum_sum});
+  r.add({"", "CumProd", 26, INT_MAX, create_cum_prod});
   r.add({"", "TopK", 1, INT_MAX, create_top_k});
   r.add({"", "ArgMax", 1, INT_MAX, create_arg_max});
   r.add({"", "ArgMin", 1, INT_MAX, create_arg_min});
   r.add({"", "Unique", 11, INT_MAX, create_unique});
+  r.add({"", "NonMaxSuppression", 10, INT_MAX, create_non_max_suppression});
 }
 
 }  // namespace ember::kernels

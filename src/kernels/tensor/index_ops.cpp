@@ -1,4 +1,4 @@
-// OneHot, NonZero, Compress and CumSum. NonZero and Compress have output shapes
+// OneHot, NonZero, Compress, CumSum and CumProd. NonZero and Compress have output shapes
 // that depend on input values, so their infer() needs those values.
 #include <algorithm>
 #include <cstring>
@@ -162,35 +162,41 @@ class CompressKernel final : public OpKernel {
   int64_t axis_;
 };
 
-// Floats sum in double; integers in 64 bits of their signedness.
-template <typename T>
-using CumSumAcc = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double,
-                                     std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
+enum class ScanOp { kSum, kProduct };
 
-template <typename T>
-void cum_sum(const T* src, T* dst, int64_t outer, int64_t dim, int64_t inner, bool exclusive, bool reverse) {
+// Floats accumulate in double; integers in 64 bits, products unsigned so that an
+// overflow wraps as it does in the element type.
+template <typename T, ScanOp kOp>
+using ScanAcc = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double,
+                                   std::conditional_t<std::is_signed_v<T> && kOp == ScanOp::kSum, int64_t, uint64_t>>;
+
+template <ScanOp kOp, typename T>
+void cumulative_scan(const T* src, T* dst, int64_t outer, int64_t dim, int64_t inner, bool exclusive, bool reverse) {
+  using Acc = ScanAcc<T, kOp>;
   const int64_t step = reverse ? -inner : inner;
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       int64_t pos = o * dim * inner + i + (reverse ? (dim - 1) * inner : 0);
-      CumSumAcc<T> acc = 0;
+      Acc acc = kOp == ScanOp::kSum ? Acc(0) : Acc(1);
       for (int64_t j = 0; j < dim; ++j, pos += step) {
-        const auto v = static_cast<CumSumAcc<T>>(static_cast<compute_t<T>>(src[pos]));
-        if (exclusive) {
-          dst[pos] = static_cast<T>(static_cast<compute_t<T>>(acc));
+        const auto v = static_cast<Acc>(static_cast<compute_t<T>>(src[pos]));
+        if (exclusive) dst[pos] = static_cast<T>(static_cast<compute_t<T>>(acc));
+        if constexpr (kOp == ScanOp::kSum) {
           acc += v;
         } else {
-          acc += v;
-          dst[pos] = static_cast<T>(static_cast<compute_t<T>>(acc));
+          acc *= v;
         }
+        if (!exclusive) dst[pos] = static_cast<T>(static_cast<compute_t<T>>(acc));
       }
     }
   }
 }
 
-class CumSumKernel final : public OpKernel {
+// CumSum and CumProd: an inclusive or exclusive scan along a run-time axis.
+template <ScanOp kOp>
+class CumulativeKernel final : public OpKernel {
  public:
-  CumSumKernel(bool exclusive, bool reverse) : exclusive_(exclusive), reverse_(reverse) {}
+  CumulativeKernel(bool exclusive, bool reverse) : exclusive_(exclusive), reverse_(reverse) {}
 
   Status infer(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
@@ -205,21 +211,35 @@ class CumSumKernel final : public OpKernel {
     EMBER_ASSIGN_OR_RETURN(int64_t axis, read_axis(ctx));
     const int64_t outer = dims_product(x.shape(), 0, axis);
     const int64_t inner = dims_product(x.shape(), axis + 1, x.rank());
-    EMBER_SWITCH_NUMERIC(x.dtype(), T, cum_sum(x.data_as<T>(), ctx.output(0).data_as<T>(), outer, x.dim(axis), inner,
-                                               exclusive_, reverse_), break);
+    EMBER_SWITCH_NUMERIC(x.dtype(), T, cumulative_scan<kOp>(x.data_as<T>(), ctx.output(0).data_as<T>(), outer,
+                                                            x.dim(axis), inner, exclusive_, reverse_), break);
     return Status::ok();
   }
 
  private:
+  static constexpr const char* kAxisName = kOp == ScanOp::kSum ? "CumSum axis" : "CumProd axis";
+
   static Result<int64_t> read_axis(const KernelContext& ctx) {
     const Tensor& a = ctx.input(1);
-    if (a.numel() != 1) return invalid_argument("CumSum axis must hold one value, got {}", a.describe());
-    return normalize_axis(read_int(a, 0), ctx.input(0).rank(), "CumSum axis");
+    if (a.numel() != 1) return invalid_argument("{} must hold one value, got {}", kAxisName, a.describe());
+    return normalize_axis(read_int(a, 0), ctx.input(0).rank(), kAxisName);
   }
 
   bool exclusive_;
   bool reverse_;
 };
+
+template <ScanOp kOp>
+KernelResult create_cumulative(const KernelInit& init) {
+  EMBER_RETURN_IF_ERROR(require_inputs(init, 2));
+  EMBER_RETURN_IF_ERROR(check_numeric_dtype(init.input_dtypes[0], "x"));
+  EMBER_RETURN_IF_ERROR(check_index_dtype(init.input_dtypes[1], "axis"));
+  ir::AttrReader attrs(init.node);
+  const int64_t exclusive = attrs.get_int("exclusive", 0);
+  const int64_t reverse = attrs.get_int("reverse", 0);
+  EMBER_RETURN_IF_ERROR(attrs.status());
+  return std::unique_ptr<OpKernel>(new CumulativeKernel<kOp>(exclusive != 0, reverse != 0));
+}
 
 }  // namespace
 
@@ -253,15 +273,8 @@ KernelResult create_compress(const KernelInit& init) {
   return std::unique_ptr<OpKernel>(new CompressKernel(has_axis, axis));
 }
 
-KernelResult create_cum_sum(const KernelInit& init) {
-  EMBER_RETURN_IF_ERROR(require_inputs(init, 2));
-  EMBER_RETURN_IF_ERROR(check_numeric_dtype(init.input_dtypes[0], "x"));
-  EMBER_RETURN_IF_ERROR(check_index_dtype(init.input_dtypes[1], "axis"));
-  ir::AttrReader attrs(init.node);
-  const int64_t exclusive = attrs.get_int("exclusive", 0);
-  const int64_t reverse = attrs.get_int("reverse", 0);
-  EMBER_RETURN_IF_ERROR(attrs.status());
-  return std::unique_ptr<OpKernel>(new CumSumKernel(exclusive != 0, reverse != 0));
-}
+KernelResult create_cum_sum(const KernelInit& init) { return create_cumulative<ScanOp::kSum>(init); }
+
+KernelResult create_cum_prod(const KernelInit& init) { return create_cumulative<ScanOp::kProduct>(init); }
 
 }  // namespace ember::kernels::gather_scatter

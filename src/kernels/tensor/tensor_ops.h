@@ -34,5 +34,7 @@ KernelResult create_trilu(const KernelInit& init);
 // space_depth.cpp
 KernelResult create_depth_to_space(const KernelInit& init);
 KernelResult create_space_to_depth(const KernelInit& init);
+// reverse_sequence.cpp
+KernelResult create_reverse_sequence(const KernelInit& init);
 
 }  // namespace ember::kernels::tensor_ops

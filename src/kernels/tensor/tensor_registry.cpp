@@ -29,6 +29,7 @@ void register_tensor_ops(OpRegistry& r) {
   r.add({"", "Trilu", 14, INT_MAX, create_trilu});
   r.add({"", "DepthToSpace", 1, INT_MAX, create_depth_to_space});
   r.add({"", "SpaceToDepth", 1, INT_MAX, create_space_to_depth});
+  r.add({"", "ReverseSequence", 10, INT_MAX, create_reverse_sequence});
 }
 
 }  // namespace ember::kernels
