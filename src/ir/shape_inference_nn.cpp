@@ -256,7 +256,8 @@ Status layer_norm(OpContext& ctx) {
 
 Status batch_norm(OpContext& ctx) {
   EMBER_RETURN_IF_ERROR(same_as_input(ctx));
-  for (size_t i = 1; i < ctx.outputs.size(); ++i) set_output(ctx, i, ctx.dtype(1), opt_shape(ctx.shape(1)));
+  // The statistics outputs (running or saved mean and var) are typed like input_mean.
+  for (size_t i = 1; i < ctx.outputs.size(); ++i) set_output(ctx, i, ctx.dtype(3), opt_shape(ctx.shape(3)));
   return Status::ok();
 }
 
