@@ -188,7 +188,8 @@ Status neg(OpContext& ctx) {
 
 Status dropout(OpContext& ctx) {
   EMBER_RETURN_IF_ERROR(same_as_input(ctx));
-  set_output(ctx, 1, DType::kBool, opt_shape(ctx.shape(0)));
+  // The mask is bool from opset 10; before, it has the data's type.
+  set_output(ctx, 1, ctx.opset() >= 10 ? DType::kBool : ctx.dtype(0), opt_shape(ctx.shape(0)));
   return Status::ok();
 }
 

@@ -17,6 +17,7 @@ const OpRegistry& OpRegistry::instance() {
     register_control_ops(r);
     register_quant_ops(r);
     register_attention_ops(r);
+    register_random_ops(r);
     register_recurrent_ops(r);
     register_signal_ops(r);
     register_string_ops(r);

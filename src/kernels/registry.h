@@ -46,6 +46,7 @@ void register_norm_ops(OpRegistry& r);             // kernels/norm/
 void register_control_ops(OpRegistry& r);          // kernels/control/
 void register_quant_ops(OpRegistry& r);            // kernels/quant/
 void register_attention_ops(OpRegistry& r);        // kernels/attention/
+void register_random_ops(OpRegistry& r);           // kernels/random/: random generators, Dropout
 void register_recurrent_ops(OpRegistry& r);        // kernels/recurrent/: RNN, GRU, LSTM
 void register_signal_ops(OpRegistry& r);           // kernels/signal/: DFT, STFT, windows, MelWeightMatrix
 void register_string_ops(OpRegistry& r);           // kernels/string/: string tensors, text featurizers

@@ -20,7 +20,9 @@ bool is_foldable_constant(const ir::Value& v) { return v.constant.has_value() &&
 
 bool is_nondeterministic(const ir::Node& node) {
   std::string_view op = node.op_type;
-  return op.starts_with("Random") || op == "Multinomial" || op == "Bernoulli";
+  // Dropout draws its mask when its training_mode input (opset 12) is true.
+  return op.starts_with("Random") || op == "Multinomial" || op == "Bernoulli" ||
+         (op == "Dropout" && node.inputs.size() > 2 && node.inputs[2] != ir::kNoValue);
 }
 
 // Bytes of the node's constant inputs that no other node or graph output reads.
