@@ -364,6 +364,33 @@ TEST(ShapeInferenceTest, ConvolutionFamily) {
   EXPECT_EQ(b.shape("deform"), "[n,4,3,5]");
 }
 
+TEST(ShapeInferenceTest, ImageResamplingOps) {
+  Builder b(20);
+  b.input("img", DType::kF32, {"n", int64_t{3}, int64_t{32}, int64_t{48}})
+      .input("theta", DType::kF32, {int64_t{2}, int64_t{2}, int64_t{3}})
+      .input("cols", DType::kF32, {"n", int64_t{12}, int64_t{20}})
+      .ints("sizes", {64, 96})
+      .ints("aspect_sizes", {64, 60})
+      .ints("all_sizes", {2, 3, 16, 24})
+      .ints("affine_size", {2, 3, 5, 7})
+      .ints("crop", {30, 50})
+      .ints("image_shape", {5, 6})
+      .ints("block_shape", {2, 2})
+      .node("Resize", {"img", "", "", "sizes"}, {"by_axes"}, {attr_ints("axes", {2, 3})})
+      .node("Resize", {"img", "", "", "all_sizes"}, {"by_sizes"})
+      .node("Resize", {"img", "", "", "aspect_sizes"}, {"kept"},
+            {attr_ints("axes", {2, 3}), attr_string("keep_aspect_ratio_policy", "not_larger")})
+      .node("AffineGrid", {"theta", "affine_size"}, {"grid"})
+      .node("CenterCropPad", {"img", "crop"}, {"cropped"}, {attr_ints("axes", {-2, -1})})
+      .node("Col2Im", {"cols", "image_shape", "block_shape"}, {"im"});
+  EXPECT_EQ(b.shape("by_axes"), "[n,3,64,96]");
+  EXPECT_EQ(b.shape("by_sizes"), "[2,3,16,24]");
+  EXPECT_EQ(b.shape("kept"), "[n,3,40,60]");
+  EXPECT_EQ(b.shape("grid"), "[2,5,7,2]");
+  EXPECT_EQ(b.shape("cropped"), "[n,3,30,50]");
+  EXPECT_EQ(b.shape("im"), "[n,3,5,6]");
+}
+
 TEST(ShapeInferenceTest, IfKeepsWhatBothBranchesAgreeOn) {
   auto branch = [](int64_t second) {
     auto g = std::make_shared<Graph>();
