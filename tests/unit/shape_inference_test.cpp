@@ -479,6 +479,34 @@ TEST(ShapeInferenceTest, StringAndMlOps) {
   EXPECT_EQ(b.shape("picked"), "[b,4,2]");
 }
 
+TEST(ShapeInferenceTest, AttentionBlockOps) {
+  Builder b(28);
+  b.input("q", DType::kF32, {"b", "s", int64_t{64}})
+      .input("k", DType::kF32, {"b", "s", int64_t{32}})
+      .input("v", DType::kF32, {"b", "s", int64_t{48}})
+      .input("past_k", DType::kF32, {"b", int64_t{2}, "p", int64_t{16}})
+      .input("past_v", DType::kF32, {"b", int64_t{2}, "p", int64_t{24}})
+      .node("Attention", {"q", "k", "v", "", "past_k", "past_v"}, {"y", "pk", "pv", "qk"},
+            {attr_int("q_num_heads", 4), attr_int("kv_num_heads", 2)})
+      .input("x", DType::kF16, {"b", int64_t{8}, "l"})
+      .input("w", DType::kF16, {int64_t{8}, int64_t{1}, int64_t{4}})
+      .node("CausalConvWithState", {"x", "w"}, {"conv", "state"})
+      .input("lq", DType::kF32, {"b", "t", int64_t{64}})
+      .input("lv", DType::kF32, {"b", "t", int64_t{40}})
+      .input("ls", DType::kF16, {"b", int64_t{2}, int64_t{16}, int64_t{20}})
+      .node("LinearAttention", {"lq", "k", "lv", "ls"}, {"lo", "lstate"},
+            {attr_int("q_num_heads", 4), attr_int("kv_num_heads", 2)});
+  EXPECT_EQ(b.shape("y"), "[b,s,96]");
+  EXPECT_EQ(b.shape("pk"), "[b,2,p+s,16]");
+  EXPECT_EQ(b.shape("pv"), "[b,2,p+s,24]");
+  EXPECT_EQ(b.shape("qk"), "[b,4,s,p+s]");
+  EXPECT_EQ(b.shape("conv"), "[b,8,l]");
+  EXPECT_EQ(b.shape("state"), "[b,8,3]");
+  EXPECT_EQ(b.shape("lo"), "[b,t,80]");
+  EXPECT_EQ(b.shape("lstate"), "[b,2,16,20]");
+  EXPECT_EQ(b.dtype("lstate"), DType::kF16);
+}
+
 // Declared output shapes must come out of inference again when they are removed.
 void expect_outputs_reinferred(const fs::path& model) {
   auto loaded = onnx::load_model(model.string());
