@@ -116,25 +116,22 @@ class GridSampleKernel final : public OpKernel {
     const G* coords = grid.data_as<G>();
     T* dst = out.data_as<T>();
     // Taps of every output position of one batch item, shared by its channels:
-    // position p reads offsets[first[p] .. first[p+1]).
-    std::vector<int64_t> first(static_cast<size_t>(positions) + 1);
-    std::vector<int64_t> offsets;
-    std::vector<C> weights;
-    offsets.reserve(static_cast<size_t>(positions * combos));
-    weights.reserve(offsets.capacity());
+    // position p reads offsets[p*combos ..] with weights[p*combos ..]. A tap in
+    // the zeros padding reads offset `plane`: a zero appended to a copy of the
+    // channel, so every position has the same number of taps.
+    const auto total = static_cast<size_t>(positions * combos);
+    std::vector<int64_t> offsets(total);
+    std::vector<C> weights(total);
     std::vector<int64_t> tap_index(r * static_cast<size_t>(per_dim));
     std::vector<C> tap_weight(tap_index.size());
+    const bool zero_tap = padding_ == PaddingMode::kZeros;
     const int64_t grain = std::max<int64_t>(1, kTaskTaps / std::max<int64_t>(positions * combos, 1));
     for (int64_t n = 0; n < batch; ++n) {
-      offsets.clear();
-      weights.clear();
       for (int64_t p = 0; p < positions; ++p) {
-        first[static_cast<size_t>(p)] = static_cast<int64_t>(offsets.size());
         const G* g = coords + (n * positions + p) * static_cast<int64_t>(r);
         for (size_t i = 0; i < r; ++i) {
           axis_taps<C>(static_cast<C>(g[r - 1 - i]), dims[i], &tap_index[i * per_dim], &tap_weight[i * per_dim]);
         }
-        // Every combination of one tap per axis; a tap off the input (zeros padding) drops out.
         for (int64_t k = 0; k < combos; ++k) {
           int64_t rest = k;
           int64_t offset = 0;
@@ -149,25 +146,43 @@ class GridSampleKernel final : public OpKernel {
             stride *= dims[i];
             w *= tap_weight[t];
           }
-          if (!inside) continue;
-          offsets.push_back(offset);
-          weights.push_back(w);
+          auto at = static_cast<size_t>(p * combos + k);
+          offsets[at] = inside ? offset : plane;
+          weights[at] = w;
         }
       }
-      first[static_cast<size_t>(positions)] = static_cast<int64_t>(offsets.size());
       threading::parallel_for(channels, grain, [&](int64_t begin, int64_t end) {
+        std::vector<T> padded(zero_tap ? static_cast<size_t>(plane) + 1 : 0);
         for (int64_t c = begin; c < end; ++c) {
           const T* in_plane = src + (n * channels + c) * plane;
+          if (zero_tap) {
+            std::copy(in_plane, in_plane + plane, padded.begin());
+            padded[static_cast<size_t>(plane)] = T(0.0f);
+            in_plane = padded.data();
+          }
           T* out_plane = dst + (n * channels + c) * positions;
-          for (int64_t p = 0; p < positions; ++p) {
-            C acc = 0;
-            for (int64_t k = first[static_cast<size_t>(p)]; k < first[static_cast<size_t>(p) + 1]; ++k) {
-              acc += weights[static_cast<size_t>(k)] * static_cast<C>(in_plane[offsets[static_cast<size_t>(k)]]);
-            }
-            out_plane[p] = static_cast<T>(acc);
+          if (combos == 4) {
+            gather_taps<T, C, 4>(in_plane, offsets.data(), weights.data(), positions, 4, out_plane);
+          } else {
+            gather_taps<T, C, 0>(in_plane, offsets.data(), weights.data(), positions, combos, out_plane);
           }
         }
       });
+    }
+  }
+
+  // out[p] = sum of weights[p*taps + k] * in[offsets[p*taps + k]]; kTaps > 0
+  // fixes the tap count at compile time (2-D linear) so the loop unrolls.
+  template <typename T, typename C, int64_t kTaps>
+  static void gather_taps(const T* in, const int64_t* offsets, const C* weights, int64_t positions, int64_t taps,
+                          T* out) {
+    if constexpr (kTaps > 0) taps = kTaps;
+    for (int64_t p = 0; p < positions; ++p) {
+      const int64_t* o = offsets + p * taps;
+      const C* w = weights + p * taps;
+      C acc = 0;
+      for (int64_t k = 0; k < taps; ++k) acc += w[k] * static_cast<C>(in[o[k]]);
+      out[p] = static_cast<T>(acc);
     }
   }
 
