@@ -327,6 +327,60 @@ TEST(RecurrentTest, ActivationsWithAlphaBeta) {
   check(c);
 }
 
+// W and R as constants: the kernel packs them at creation and must give the
+// very same outputs as when it packs them per run.
+TEST(RecurrentTest, PrepackedConstantWeightsMatchRunTimeWeights) {
+  for (Cell cell : {Cell::kRnn, Cell::kGru, Cell::kLstm}) {
+    for (bool linear_before_reset : {false, true}) {
+      Config c;
+      c.cell = cell, c.batch = 3, c.hidden = 9, c.direction = "bidirectional", c.lens = {4, 1, 3};
+      c.linear_before_reset = cell == Cell::kGru && linear_before_reset;
+      const Inputs in = make_inputs(c, 11);
+      const char* op = cell == Cell::kRnn ? "RNN" : cell == Cell::kGru ? "GRU" : "LSTM";
+      std::vector<const Tensor*> inputs = {&in.x, &in.w, &in.r, &in.b, &in.lens, &in.h0};
+      if (cell == Cell::kLstm) inputs.insert(inputs.end(), {&in.c0, &in.p});
+      std::vector<ir::Attribute> attrs = {attr_int("hidden_size", c.hidden), attr_string("direction", c.direction),
+                                          attr_int("linear_before_reset", c.linear_before_reset ? 1 : 0)};
+      const size_t num_outputs = cell == Cell::kLstm ? 3 : 2;
+      auto plain = run_op(op, inputs, attrs, num_outputs, 14);
+      ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+
+      ir::Node node;
+      node.name = "prepacked";
+      node.op_type = op;
+      node.opset = 14;
+      node.attributes = attrs;
+      node.num_explicit_inputs = inputs.size();
+      std::vector<DType> dtypes;
+      for (const Tensor* t : inputs) dtypes.push_back(t->dtype());
+      std::vector<const Tensor*> constants(inputs.size(), nullptr);
+      constants[1] = &in.w;
+      constants[2] = &in.r;
+      kernels::KernelInit init{node, dtypes, constants, nullptr};
+      auto kernel = kernels::create_kernel(init);
+      ASSERT_TRUE(kernel.is_ok()) << kernel.status().to_string();
+      EXPECT_GT(kernel.value()->packed_bytes(), 0);
+      EXPECT_TRUE(kernel.value()->prepacked_input(1));
+      EXPECT_TRUE(kernel.value()->prepacked_input(2));
+      // The runtime may drop the packed inputs' bytes: the kernel must not read them.
+      Tensor w_shape_only(DType::kF32, in.w.shape(), nullptr), r_shape_only(DType::kF32, in.r.shape(), nullptr);
+      std::vector<const Tensor*> run_inputs = inputs;
+      run_inputs[1] = &w_shape_only;
+      run_inputs[2] = &r_shape_only;
+      std::vector<Tensor> outputs(num_outputs);
+      std::vector<Tensor*> out_ptrs;
+      for (Tensor& t : outputs) out_ptrs.push_back(&t);
+      kernels::KernelContext ctx(run_inputs, out_ptrs);
+      ASSERT_TRUE(kernel.value()->infer(ctx).is_ok());
+      for (Tensor& t : outputs) t = Tensor::allocate(t.dtype(), t.shape());
+      ASSERT_TRUE(kernel.value()->run(ctx).is_ok());
+      for (size_t k = 0; k < num_outputs; ++k) {
+        EXPECT_EQ(values_of<float>(outputs[k]), values_of<float>(plain.value()[k])) << op << " output " << k;
+      }
+    }
+  }
+}
+
 TEST(RecurrentTest, RejectsBadShapesAndAttributes) {
   Config c;
   const Inputs in = make_inputs(c, 3);

@@ -38,12 +38,27 @@ void matmul_bt(const double* a, int64_t m, int64_t k, const double* b, int64_t n
   gemm_ref<double>(p, a, b, c);
 }
 
-// A block of R (n rows of k) multiplied from the right, transposed, once per step:
-// packed once per run for the f32 GEMM.
+// Constant f32 weights packed once at creation: W of all directions stacked
+// (the projection's B), and per direction the block of R the step multiplies
+// first and, for GRU without linear_before_reset, Rh.
+struct PackedRecurrentWeights {
+  sgemm::PackedWeight w;
+  std::vector<sgemm::PackedWeight> r_first, r_hidden;
+
+  int64_t bytes() const {
+    int64_t n = w.bytes();
+    for (const auto& r : r_first) n += r.bytes();
+    for (const auto& r : r_hidden) n += r.bytes();
+    return n;
+  }
+};
+
+// A block of R (n rows of k) multiplied from the right, transposed, once per step.
 template <typename T>
 class RecurrentWeight {
  public:
-  RecurrentWeight(const T* r, int64_t n, int64_t k) : r_(r), n_(n), k_(k) {}
+  RecurrentWeight(const T* r, int64_t n, int64_t k, const sgemm::PackedWeight* /*prepacked*/)
+      : r_(r), n_(n), k_(k) {}
   void multiply(const T* h, int64_t m, T* out) const { matmul_bt(h, m, k_, r_, n_, out); }
 
  private:
@@ -51,21 +66,43 @@ class RecurrentWeight {
   int64_t n_, k_;
 };
 
+// f32: the prepacked block, or R packed once per run.
 template <>
 class RecurrentWeight<float> {
  public:
-  RecurrentWeight(const float* r, int64_t n, int64_t k)
-      : packed_(sgemm::sgemm_table(), r, k, true, k, n), n_(n), k_(k) {}
+  RecurrentWeight(const float* r, int64_t n, int64_t k, const sgemm::PackedWeight* prepacked) : n_(n), k_(k) {
+    if (!prepacked) owned_ = sgemm::PackedWeight(sgemm::sgemm_table(), r, k, true, k, n);
+    packed_ = prepacked ? prepacked : &owned_;
+  }
+  RecurrentWeight(const RecurrentWeight&) = delete;
+  RecurrentWeight& operator=(const RecurrentWeight&) = delete;
   void multiply(const float* h, int64_t m, float* out) const {
     GemmParams p;
     p.m = m, p.n = n_, p.k = k_, p.lda = k_, p.ldc = n_;
-    packed_.gemm(sgemm::sgemm_table(), p, h, out);
+    packed_->gemm(sgemm::sgemm_table(), p, h, out);
   }
 
  private:
-  sgemm::PackedWeight packed_;
+  sgemm::PackedWeight owned_;
+  const sgemm::PackedWeight* packed_ = nullptr;
   int64_t n_, k_;
 };
+
+// X [m, k] * W^T into xw [m, n]: through the prepacked W when there is one.
+void project(const float* x, int64_t m, int64_t k, const float* w, int64_t n, float* xw,
+             const PackedRecurrentWeights* packed) {
+  if (!packed) {
+    matmul_bt(x, m, k, w, n, xw);
+    return;
+  }
+  GemmParams p;
+  p.m = m, p.n = n, p.k = k, p.lda = k, p.ldc = n;
+  packed->w.gemm(sgemm::sgemm_table(), p, x, xw);
+}
+void project(const double* x, int64_t m, int64_t k, const double* w, int64_t n, double* xw,
+             const PackedRecurrentWeights* /*packed*/) {
+  matmul_bt(x, m, k, w, n, xw);
+}
 
 struct Dims {
   int64_t seq = 0, batch = 0, input = 0, hidden = 0;
@@ -75,10 +112,13 @@ class RecurrentKernel final : public OpKernel {
  public:
   RecurrentKernel(Cell cell, DType dtype, int64_t hidden_size, size_t num_directions, bool reverse,
                   std::vector<RecurrentActivation> activations, std::optional<float> clip, int64_t layout,
-                  bool linear_before_reset, bool input_forget)
+                  bool linear_before_reset, bool input_forget, std::unique_ptr<PackedRecurrentWeights> packed)
       : cell_(cell), dtype_(dtype), hidden_size_(hidden_size), num_directions_(num_directions), reverse_(reverse),
         activations_(std::move(activations)), clip_(clip), layout_(layout),
-        linear_before_reset_(linear_before_reset), input_forget_(input_forget) {}
+        linear_before_reset_(linear_before_reset), input_forget_(input_forget), packed_(std::move(packed)) {}
+
+  bool prepacked_input(size_t i) const override { return packed_ && (i == kW || i == kR); }
+  int64_t packed_bytes() const override { return packed_ ? packed_->bytes() : 0; }
 
   Status infer(KernelContext& ctx) const override {
     EMBER_ASSIGN_OR_RETURN(Dims d, dims_of(ctx));
@@ -168,13 +208,14 @@ class RecurrentKernel final : public OpKernel {
     const int64_t hidden = d.hidden, gh = gates_of(cell_) * hidden;
     const int64_t rows = d.seq * d.batch;
     const T* x = ctx.input(kX).data_as<T>();
-    const T* w = ctx.input(kW).data_as<T>();
-    const T* r = ctx.input(kR).data_as<T>();
+    // W and R are read only when they were not prepacked (their bytes may be released then).
+    const T* w = packed_ ? nullptr : ctx.input(kW).data_as<T>();
+    const T* r = packed_ ? nullptr : ctx.input(kR).data_as<T>();
     const T* bias = ctx.has_input(kB) ? ctx.input(kB).data_as<T>() : nullptr;
 
     // xw[row][dir * gh + g]: every step's input projection, biases folded in.
     std::vector<T> xw(static_cast<size_t>(rows * dirs * gh));
-    matmul_bt(x, rows, d.input, w, dirs * gh, xw.data());
+    project(x, rows, d.input, w, dirs * gh, xw.data(), packed_.get());
 
     T* y = ctx.has_output(0) ? ctx.output(0).data_as<T>() : nullptr;
     T* y_h = ctx.has_output(1) ? ctx.output(1).data_as<T>() : nullptr;
@@ -190,13 +231,19 @@ class RecurrentKernel final : public OpKernel {
       fold_bias(xw.data(), rows, dirs * gh, dir * gh, gh, bias ? bias + dir * 2 * gh : nullptr);
       load_state(ctx, kInitialH, d, dir, h.data());
       if (cell_ == Cell::kLstm) load_state(ctx, kInitialC, d, dir, c.data());
-      const T* r_dir = r + dir * gh * hidden;
+      const T* r_dir = r ? r + dir * gh * hidden : nullptr;
       // GRU without linear_before_reset multiplies r * H by Rh after the reset gate.
       const bool split_gru = cell_ == Cell::kGru && !linear_before_reset_;
       const int64_t first_cols = split_gru ? 2 * hidden : gh;
-      RecurrentWeight<T> r_first(r_dir, first_cols, hidden);
+      const auto prepacked = [&](const std::vector<sgemm::PackedWeight>& blocks) {
+        return packed_ ? &blocks[static_cast<size_t>(dir)] : nullptr;
+      };
+      RecurrentWeight<T> r_first(r_dir, first_cols, hidden, packed_ ? prepacked(packed_->r_first) : nullptr);
       std::optional<RecurrentWeight<T>> r_hidden;
-      if (split_gru) r_hidden.emplace(r_dir + 2 * hidden * hidden, hidden, hidden);
+      if (split_gru) {
+        r_hidden.emplace(r_dir ? r_dir + 2 * hidden * hidden : nullptr, hidden, hidden,
+                         packed_ ? prepacked(packed_->r_hidden) : nullptr);
+      }
       const T* peephole = cell_ == Cell::kLstm && ctx.has_input(kP) ? ctx.input(kP).data_as<T>() + dir * 3 * hidden
                                                                      : nullptr;
       const T* r_bias_h = cell_ == Cell::kGru && linear_before_reset_ && bias ? bias + dir * 2 * gh + gh + 2 * hidden
@@ -338,7 +385,29 @@ class RecurrentKernel final : public OpKernel {
   int64_t layout_;
   bool linear_before_reset_;
   bool input_forget_;
+  std::unique_ptr<PackedRecurrentWeights> packed_;  // f32 with constant W and R only
 };
+
+// Packs constant f32 W and R when their shapes agree with each other; otherwise
+// nullptr (infer() then reports the shapes).
+std::unique_ptr<PackedRecurrentWeights> prepack(const KernelInit& init, Cell cell, DType dtype, size_t num_directions,
+                                                bool split_gru) {
+  const Tensor* w = init.constant_inputs.size() > kR ? init.constant_inputs[kW] : nullptr;
+  const Tensor* r = init.constant_inputs.size() > kR ? init.constant_inputs[kR] : nullptr;
+  if (dtype != DType::kF32 || !w || !r || !w->data() || !r->data() || w->rank() != 3 || r->rank() != 3) return nullptr;
+  const int64_t dirs = static_cast<int64_t>(num_directions), hidden = r->dim(2), gh = gates_of(cell) * hidden;
+  if (w->dim(0) != dirs || r->dim(0) != dirs || w->dim(1) != gh || r->dim(1) != gh) return nullptr;
+  const sgemm::SgemmTable& table = sgemm::sgemm_table();
+  auto packed = std::make_unique<PackedRecurrentWeights>();
+  const int64_t input = w->dim(2);
+  packed->w = sgemm::PackedWeight(table, w->data_as<float>(), input, true, input, dirs * gh);
+  for (int64_t d = 0; d < dirs; ++d) {
+    const float* r_dir = r->data_as<float>() + d * gh * hidden;
+    packed->r_first.emplace_back(table, r_dir, hidden, true, hidden, split_gru ? 2 * hidden : gh);
+    if (split_gru) packed->r_hidden.emplace_back(table, r_dir + 2 * hidden * hidden, hidden, true, hidden, hidden);
+  }
+  return packed;
+}
 
 Result<std::unique_ptr<OpKernel>> create_recurrent(const KernelInit& init, Cell cell) {
   EMBER_RETURN_IF_ERROR(require_inputs(init, 3));
@@ -377,9 +446,11 @@ Result<std::unique_ptr<OpKernel>> create_recurrent(const KernelInit& init, Cell 
                                            : cell == Cell::kGru ? std::vector<std::string_view>{"Sigmoid", "Tanh"}
                                                                 : std::vector<std::string_view>{"Sigmoid", "Tanh", "Tanh"};
   EMBER_ASSIGN_OR_RETURN(auto activations, read_recurrent_activations(init.node, std::move(defaults), num_directions));
+  auto packed = prepack(init, cell, dtype, num_directions, cell == Cell::kGru && linear_before_reset == 0);
   return std::unique_ptr<OpKernel>(std::make_unique<RecurrentKernel>(
       cell, dtype, hidden_size, num_directions, direction == "reverse", std::move(activations),
-      has_clip ? std::optional<float>(clip) : std::nullopt, layout, linear_before_reset != 0, input_forget != 0));
+      has_clip ? std::optional<float>(clip) : std::nullopt, layout, linear_before_reset != 0, input_forget != 0,
+      std::move(packed)));
 }
 
 }  // namespace
