@@ -48,7 +48,7 @@ Tensor allocate_strings(Shape shape) {
 
 Tensor Tensor::allocate_uninitialized(DType dtype, Shape shape) {
   if (dtype == DType::kString) return allocate_strings(std::move(shape));
-  size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  size_t bytes = dtype_nbytes(dtype, shape_numel(shape));
   auto buffer = std::make_shared<AlignedBuffer>(bytes);
   void* p = buffer->data();
   return Tensor(dtype, std::move(shape), p, std::shared_ptr<const void>(buffer, p));

@@ -91,8 +91,12 @@ struct ModOp {
   }
 };
 
+// BitShift-28 semantics (earlier opsets take unsigned types only, which shift
+// the same): a right shift of a signed value is arithmetic, a left shift drops
+// the bits past the sign bit, and a shift < 0 or >= the width leaves only the
+// sign fill (-1 for a negative value shifted right, else 0).
 struct BitShiftOp {
-  static constexpr TypeSet kTypes = TypeSet::kUnsigned;
+  static constexpr TypeSet kTypes = TypeSet::kInt;
   std::string direction;
   explicit BitShiftOp(ir::AttrReader& a) : direction(a.get_string("direction", "")) {}
   Status check(DType) const {
@@ -102,9 +106,11 @@ struct BitShiftOp {
     return Status::ok();
   }
   template <typename C> C operator()(C a, C b) const {
-    if (b >= sizeof(C) * 8) return 0;
-    const WrapT<C> x = a;
-    return static_cast<C>(direction[0] == 'L' ? x << b : x >> b);
+    const bool out_of_range = static_cast<std::make_unsigned_t<C>>(b) >= sizeof(C) * 8;  // a negative b too
+    if (direction[0] == 'L') return out_of_range ? C(0) : static_cast<C>(static_cast<WrapT<C>>(a) << b);
+    if (!out_of_range) return static_cast<C>(a >> b);
+    if constexpr (std::is_signed_v<C>) return a < 0 ? C(-1) : C(0);
+    return C(0);
   }
 };
 
