@@ -426,6 +426,45 @@ TEST(ShapeInferenceTest, IfKeepsWhatBothBranchesAgreeOn) {
   EXPECT_EQ(then_attr.g->value(then_attr.g->find_value("y")).shape[2].value, 8);
 }
 
+TEST(ShapeInferenceTest, SequenceOpsAndALoopWhoseCarriedValueChangesKind) {
+  Builder b;
+  b.input("x", DType::kF32, {int64_t{2}, int64_t{3}}).ints("i", {0}, true);
+  b.node("SplitToSequence", {"x"}, {"s"}).node("SequenceLength", {"s"}, {"n"}).node("SequenceAt", {"s", "i"}, {"at"});
+  b.node("Optional", {"s"}, {"opt"}).node("OptionalHasElement", {"opt"}, {"has"});
+  b.node("OptionalGetElement", {"x"}, {"same"});
+  EXPECT_EQ(b.dtype("s"), DType::kSequence);
+  EXPECT_EQ(b.shape("n"), "[]");
+  EXPECT_EQ(b.dtype("n"), DType::kI64);
+  EXPECT_EQ(b.dtype("at"), DType::kUndefined);  // the element's type is the sequence's, known at run time
+  EXPECT_EQ(b.dtype("opt"), DType::kOptional);
+  EXPECT_EQ(b.dtype("has"), DType::kBool);
+  EXPECT_EQ(b.shape("same"), "[2,3]");
+
+  // Loop: an optional goes in, the body returns a sequence: the output is a sequence.
+  auto body = std::make_shared<Graph>();
+  body->opsets[""] = 17;
+  for (const char* name : {"iter", "cond_in", "acc_in"}) body->inputs.push_back(body->add_value(name));
+  body->value(body->inputs[0]).dtype = DType::kI64;
+  body->value(body->inputs[1]).dtype = DType::kBool;
+  body->value(body->inputs[2]).dtype = DType::kOptional;
+  ValueId empty = body->add_value("empty");
+  Node make;
+  make.name = "make";
+  make.op_type = "SequenceEmpty";
+  make.opset = 17;
+  make.outputs = {empty};
+  body->nodes.push_back(make);
+  body->outputs = {body->inputs[1], empty};
+  Attribute body_attr;
+  body_attr.name = "body";
+  body_attr.type = AttrType::kGraph;
+  body_attr.g = body;
+  Builder l;
+  l.input("m", DType::kI64, {}).input("start", DType::kOptional, {});
+  l.node("Loop", {"m", "", "start"}, {"acc"}, {body_attr});
+  EXPECT_EQ(l.dtype("acc"), DType::kSequence);
+}
+
 TEST(ShapeInferenceTest, DeclaredShapesWinAndConflictsAreErrors) {
   Builder b;
   b.input("x", DType::kF32, {"batch", int64_t{4}}).node("Relu", {"x"}, {"y"}).node("Relu", {"y"}, {"z"});
