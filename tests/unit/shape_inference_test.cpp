@@ -391,6 +391,39 @@ TEST(ShapeInferenceTest, ImageResamplingOps) {
   EXPECT_EQ(b.shape("im"), "[n,3,5,6]");
 }
 
+TEST(ShapeInferenceTest, RecurrentAndSignalOps) {
+  Builder b(20);
+  b.input("x", DType::kF32, {"s", "n", int64_t{3}})
+      .weight("w", {2, 15, 3})
+      .weight("r", {2, 15, 5})
+      .node("GRU", {"x", "w", "r"}, {"y", "y_h"}, {attr_int("hidden_size", 5), attr_string("direction", "bidirectional")})
+      .input("xb", DType::kF32, {"n", "s", int64_t{3}})
+      .weight("lw", {1, 8, 3})
+      .weight("lr", {1, 8, 2})
+      .node("LSTM", {"xb", "lw", "lr"}, {"ly", "lh", "lc"}, {attr_int("layout", 1)})
+      .input("sig", DType::kF32, {"n", int64_t{10}, int64_t{10}, int64_t{1}})
+      .ints("axis", {1}, true)
+      .ints("len", {16}, true)
+      .node("DFT", {"sig", "", "axis"}, {"spectrum"}, {attr_int("onesided", 1)})
+      .node("DFT", {"spectrum", "len", "axis"}, {"real"}, {attr_int("onesided", 1), attr_int("inverse", 1)})
+      .input("audio", DType::kF32, {"n", int64_t{128}, int64_t{1}})
+      .ints("step", {8}, true)
+      .node("STFT", {"audio", "step", "", "len"}, {"frames"})
+      .node("HannWindow", {"len"}, {"window"}, {attr_int("output_datatype", 11)})
+      .ints("mel_bins", {8}, true)
+      .node("MelWeightMatrix", {"mel_bins", "len", "", "", ""}, {"mel"});
+  EXPECT_EQ(b.shape("y"), "[s,2,n,5]");
+  EXPECT_EQ(b.shape("y_h"), "[2,n,5]");
+  EXPECT_EQ(b.shape("ly"), "[n,s,1,2]");
+  EXPECT_EQ(b.shape("lc"), "[n,1,2]");
+  EXPECT_EQ(b.shape("spectrum"), "[n,6,10,2]");
+  EXPECT_EQ(b.shape("real"), "[n,16,10,1]");
+  EXPECT_EQ(b.shape("frames"), "[n,15,9,2]");
+  EXPECT_EQ(b.shape("window"), "[16]");
+  EXPECT_EQ(b.dtype("window"), DType::kF64);
+  EXPECT_EQ(b.shape("mel"), "[9,8]");
+}
+
 TEST(ShapeInferenceTest, IfKeepsWhatBothBranchesAgreeOn) {
   auto branch = [](int64_t second) {
     auto g = std::make_shared<Graph>();
