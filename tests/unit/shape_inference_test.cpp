@@ -321,6 +321,32 @@ TEST(ShapeInferenceTest, ReductionsSqueezeAndNormalization) {
   EXPECT_EQ(b.shape("sm"), "[batch,seq,64]");
 }
 
+// Outputs whose type is not input 0's: Dropout's mask (bool from opset 10, the
+// data's type before), BatchNormalization's running statistics (typed like
+// input_mean, which opset 15 lets differ from X), Det's batch shape.
+TEST(ShapeInferenceTest, DropoutMaskBatchNormStatisticsAndDet) {
+  Builder b(15);
+  b.input("x", DType::kF32, {"n", int64_t{3}, int64_t{4}})
+      .input("mean", DType::kF64, {int64_t{3}})
+      .input("m", DType::kF32, {"batch", int64_t{5}, int64_t{5}})
+      .weight("scale", {3})
+      .node("Dropout", {"x"}, {"y", "mask"})
+      .node("BatchNormalization", {"x", "scale", "scale", "mean", "mean"}, {"bn", "running_mean", "running_var"},
+            {attr_int("training_mode", 1)})
+      .node("Det", {"m"}, {"det"});
+  EXPECT_EQ(b.shape("mask"), "[n,3,4]");
+  EXPECT_EQ(b.dtype("mask"), DType::kBool);
+  EXPECT_EQ(b.dtype("bn"), DType::kF32);
+  EXPECT_EQ(b.shape("running_var"), "[3]");
+  EXPECT_EQ(b.dtype("running_var"), DType::kF64);
+  EXPECT_EQ(b.shape("det"), "[batch]");
+
+  Builder old(7);
+  old.input("x", DType::kF16, {int64_t{2}, "s"}).node("Dropout", {"x"}, {"y", "mask"});
+  EXPECT_EQ(old.shape("mask"), "[2,s]");
+  EXPECT_EQ(old.dtype("mask"), DType::kF16);
+}
+
 TEST(ShapeInferenceTest, ConvPoolPadTile) {
   Builder b;
   b.input("img", DType::kF32, {"n", int64_t{3}, int64_t{224}, int64_t{224}})

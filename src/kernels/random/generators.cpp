@@ -54,10 +54,9 @@ class RandomUniformLikeKernel final : public OpKernel {
   std::optional<uint32_t> seed_;
 };
 
-// numpy's binomial(1, p) by inversion (legacy RandomState): draws nothing for
-// p == 0, and for p > 0.5 counts failures with probability 1 - p.
+// numpy's binomial(1, p) by inversion (legacy RandomState): one draw at least
+// per element, p == 0 included; for p > 0.5 it counts failures of 1 - p.
 int64_t binomial_one(RandomSource& source, double p) {
-  if (p == 0.0) return 0;
   const bool flip = p > 0.5;
   const double pp = flip ? 1.0 - p : p;
   const double q = 1.0 - pp;
