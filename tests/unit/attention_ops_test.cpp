@@ -616,8 +616,10 @@ TEST(AttentionOnnx, BoolAndFloatMasksBroadcast) {
           }
     expect_output((*out)[0], onnx_expected(c, in, sf), true);
   }
-  const Tensor bad = random_tensor({3, 3}, 122);
-  EXPECT_FALSE(run_onnx(c, in, &bad).is_ok());
+  for (Shape bad_shape : {Shape{3, 6}, Shape{2, t}, Shape{3, 3, t}}) {
+    const Tensor bad = random_tensor(bad_shape, 122);
+    EXPECT_FALSE(run_onnx(c, in, &bad).is_ok()) << shape_to_string(bad_shape);
+  }
 }
 
 TEST(AttentionOnnx, SoftcapBeforeMaskAndScoreOutputs) {
@@ -644,7 +646,7 @@ TEST(AttentionOnnx, SoftcapBeforeMaskAndScoreOutputs) {
             for (int64_t d = 0; d < 4; ++d) dot += q.at(b, n, s, d) * k.at(b, n / 3, t, d);
             double x = dot / 2.0;
             if (mode >= 1) x = 1.5 * std::tanh(x / 1.5);
-            if (mode >= 2) x = t > s ? std::numeric_limits<float>::lowest() : x + mf.data_as<float>()[s * 3 + t];
+            if (mode >= 2) x = t > s ? -kInf : x + mf.data_as<float>()[s * 3 + t];
             row[t] = x;
             max = std::max(max, x);
           }
@@ -652,8 +654,8 @@ TEST(AttentionOnnx, SoftcapBeforeMaskAndScoreOutputs) {
           for (int64_t t = 0; t < 3; ++t) {
             const double want = mode == 3 ? std::exp(row[t] - max) / sum : row[t];
             const float got = qk[((b * 6 + n) * 3 + s) * 3 + t];
-            if (want == std::numeric_limits<float>::lowest()) {
-              ASSERT_EQ(got, std::numeric_limits<float>::lowest());
+            if (want == -kInf) {
+              ASSERT_EQ(got, -std::numeric_limits<float>::infinity());
             } else {
               ASSERT_NEAR(got, want, kTol) << "mode " << mode;
             }
@@ -827,6 +829,69 @@ TEST(AttentionFloat16, MismatchedAndUnsupportedDtypesRejected) {
   const Tensor f32_mask = random_tensor({3, 5}, 461);
   expect_error_naming(run_onnx(oc, {to_f16(of.q), to_f16(of.k), to_f16(of.v), to_f16(of.pk), to_f16(of.pv)}, &f32_mask),
                       "'attn_mask'");
+}
+
+// ---------------------------------------------------------------- ONNX Attention-24/25
+
+// Attention-24/25 masks against scores built from the spec's rule: query s
+// sits at position o + s (o: the past length, or nonpad[b] - S) and sees key t
+// when t <= o + s (causal), o + s - left <= t <= o + s + right (windows, -1
+// unbounded) and t < nonpad[b]; attn_mask entries past its last dim mask.
+struct WindowCase {
+  bool causal = false;
+  int64_t left = -1, right = -1, past = 0;
+  std::vector<int64_t> nonpad;  // empty: no nonpad_kv_seqlen
+  int64_t mask_keys = 0;        // > 0: a float attn_mask [S, mask_keys]
+};
+
+TEST(AttentionOnnx, WindowsNonpadAndShortMasks) {
+  const std::vector<WindowCase> cases = {
+      {true, 1, -1, 2, {}, 0},  {false, 1, 1, 0, {}, 0},  {false, -1, 0, 2, {}, 4}, {true, -1, -1, 0, {5, 3}, 0},
+      {true, 2, -1, 0, {4, 1}, 0}, {false, 0, 2, 0, {5, 2}, 3}, {false, -1, -1, 0, {}, 2},
+  };
+  for (const WindowCase& w : cases) {
+    OnnxCase c;
+    c.causal = w.causal;
+    c.past = w.past;
+    c.kv_seq = 5 - w.past;
+    const OnnxInputs in = onnx_inputs(c, 140);
+    const int64_t total = 5;
+    Tensor mask = w.mask_keys > 0 ? random_tensor({c.seq, w.mask_keys}, 141) : Tensor();
+    Tensor nonpad = Tensor::allocate(DType::kI64, {2});
+    if (!w.nonpad.empty()) std::copy(w.nonpad.begin(), w.nonpad.end(), nonpad.data_as<int64_t>());
+    std::vector<ir::Attribute> attrs = {attr_int("is_causal", w.causal), attr_int("left_window_size", w.left),
+                                        attr_int("right_window_size", w.right)};
+    const bool past = c.past > 0;
+    auto out = run_op("Attention",
+                      {&in.q, &in.k, &in.v, w.mask_keys > 0 ? &mask : nullptr, past ? &in.pk : nullptr,
+                       past ? &in.pv : nullptr, w.nonpad.empty() ? nullptr : &nonpad},
+                      attrs, 4, 25);
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    Scores sc = zero_scores(2, 6, 3, total);
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t n = 0; n < 6; ++n)
+        for (int64_t s = 0; s < 3; ++s)
+          for (int64_t t = 0; t < total; ++t) {
+            const int64_t pos = (w.nonpad.empty() ? c.past : w.nonpad[static_cast<size_t>(b)] - 3) + s;
+            const bool seen = (!w.causal || t <= pos) && (w.left < 0 || t >= pos - w.left) &&
+                              (w.right < 0 || t <= pos + w.right) &&
+                              (w.nonpad.empty() || t < w.nonpad[static_cast<size_t>(b)]) &&
+                              (w.mask_keys == 0 || t < w.mask_keys);
+            const double m = w.mask_keys > 0 && t < w.mask_keys ? mask.data_as<float>()[s * w.mask_keys + t] : 0.0;
+            sc.at(b, n, s, t) = seen ? m : -kInf;
+          }
+    OnnxCase plain = c;
+    plain.causal = false;  // the scores above already hold the causal frontier
+    expect_output((*out)[0], onnx_expected(plain, in, sc), true);
+  }
+  OnnxCase c;
+  c.past = 2;
+  const OnnxInputs in = onnx_inputs(c, 150);
+  Tensor nonpad = Tensor::allocate(DType::kI64, {2});
+  auto r = run_op("Attention", {&in.q, &in.k, &in.v, nullptr, &in.pk, &in.pv, &nonpad}, {}, 3, 25);
+  expect_error_naming(r, "nonpad_kv_seqlen");
+  r = run_op("Attention", {&in.q, &in.k, &in.v}, {attr_int("left_window_size", -2)}, 1, 25);
+  expect_error_naming(r, "left_window_size");
 }
 
 }  // namespace
