@@ -95,7 +95,8 @@ Status Planner::walk_nodes() {
         return st.with_context(node.label() + ": ");
       }
       // String elements own heap memory: they are allocated while running, never in the arena.
-      dynamic = dynamic || std::any_of(outputs.begin(), outputs.end(), [](const Tensor& t) { return t.dtype() == DType::kString; });
+      dynamic = dynamic ||
+                std::any_of(outputs.begin(), outputs.end(), [](const Tensor& t) { return t.dtype() == DType::kString; });
     }
     if (!dynamic) {
       bool inputs_known = std::all_of(node.inputs.begin(), node.inputs.end(), [&](ir::ValueId id) {
