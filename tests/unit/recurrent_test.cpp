@@ -381,6 +381,43 @@ TEST(RecurrentTest, PrepackedConstantWeightsMatchRunTimeWeights) {
   }
 }
 
+// float16 / bfloat16 run the f32 path on the widened inputs and round each output once.
+TEST(RecurrentTest, HalfPrecisionRoundsTheF32ResultOnce) {
+  for (DType half : {DType::kF16, DType::kBF16}) {
+    Config c;
+    c.cell = Cell::kGru, c.batch = 2, c.hidden = 7, c.direction = "bidirectional", c.lens = {4, 2};
+    Inputs in = make_inputs(c, 5);
+    auto narrow = [&](Tensor& t) {
+      Tensor h = Tensor::allocate(half, t.shape());
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        float v = t.data_as<float>()[i];
+        if (half == DType::kF16) {
+          h.data_as<Float16>()[i] = Float16(v);
+          t.data_as<float>()[i] = h.data_as<Float16>()[i];
+        } else {
+          h.data_as<BFloat16>()[i] = BFloat16(v);
+          t.data_as<float>()[i] = h.data_as<BFloat16>()[i];
+        }
+      }
+      return h;
+    };
+    Tensor x = narrow(in.x), w = narrow(in.w), r = narrow(in.r), b = narrow(in.b), h0 = narrow(in.h0);
+    std::vector<ir::Attribute> attrs = {attr_int("hidden_size", c.hidden), attr_string("direction", c.direction)};
+    auto wide = run_op("GRU", {&in.x, &in.w, &in.r, &in.b, &in.lens, &in.h0}, attrs, 2, 14);
+    auto out = run_op("GRU", {&x, &w, &r, &b, &in.lens, &h0}, attrs, 2, 14);
+    ASSERT_TRUE(wide.is_ok() && out.is_ok()) << out.status().to_string();
+    for (size_t k = 0; k < 2; ++k) {
+      const Tensor& y = out.value()[k];
+      ASSERT_EQ(y.dtype(), half);
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        const float want = wide.value()[k].data_as<float>()[i];
+        const uint16_t bits = half == DType::kF16 ? Float16(want).bits : BFloat16(want).bits;
+        EXPECT_EQ(y.data_as<uint16_t>()[i], bits) << dtype_name(half) << " output " << k << " at " << i;
+      }
+    }
+  }
+}
+
 TEST(RecurrentTest, RejectsBadShapesAndAttributes) {
   Config c;
   const Inputs in = make_inputs(c, 3);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/convert.h"
 #include "kernels/matmul/gemm_ref.h"
 #include "kernels/matmul/sgemm.h"
 #include "kernels/recurrent/recurrent_activation.h"
@@ -145,7 +146,8 @@ class RecurrentKernel final : public OpKernel {
       }
     }
     if (dtype_ == DType::kF32) return run_typed<float>(ctx, d, lens);
-    return run_typed<double>(ctx, d, lens);
+    if (dtype_ == DType::kF64) return run_typed<double>(ctx, d, lens);
+    return run_widened(ctx, d, lens);
   }
 
  private:
@@ -181,6 +183,39 @@ class RecurrentKernel final : public OpKernel {
       EMBER_RETURN_IF_ERROR(expect(kP, "P", Shape{dirs, 3 * d.hidden}));
     }
     return d;
+  }
+
+  // float16 / bfloat16: every float input widened to f32, the f32 path, outputs rounded once.
+  Status run_widened(KernelContext& ctx, const Dims& d, const std::vector<int64_t>& lens) const {
+    const ConvertTable& convert = convert_table();
+    const bool half = dtype_ == DType::kF16;
+    std::vector<Tensor> inputs(ctx.num_inputs()), outputs(ctx.num_outputs());
+    std::vector<const Tensor*> in_ptrs(ctx.num_inputs(), nullptr);
+    std::vector<Tensor*> out_ptrs(ctx.num_outputs(), nullptr);
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      if (!ctx.has_input(i)) continue;
+      const Tensor& t = ctx.input(i);
+      if (i == kSequenceLens) {
+        in_ptrs[i] = &t;
+        continue;
+      }
+      inputs[i] = Tensor::allocate_uninitialized(DType::kF32, t.shape());
+      (half ? convert.f16_to_f32 : convert.bf16_to_f32)(t.data_as<uint16_t>(), inputs[i].data_as<float>(), t.numel());
+      in_ptrs[i] = &inputs[i];
+    }
+    for (size_t k = 0; k < ctx.num_outputs(); ++k) {
+      if (!ctx.has_output(k)) continue;
+      outputs[k] = Tensor::allocate_uninitialized(DType::kF32, ctx.output(k).shape());
+      out_ptrs[k] = &outputs[k];
+    }
+    KernelContext wide(in_ptrs, out_ptrs);
+    EMBER_RETURN_IF_ERROR(run_typed<float>(wide, d, lens));
+    for (size_t k = 0; k < ctx.num_outputs(); ++k) {
+      if (!out_ptrs[k]) continue;
+      (half ? convert.f32_to_f16 : convert.f32_to_bf16)(outputs[k].data_as<float>(), ctx.output(k).data_as<uint16_t>(),
+                                                        outputs[k].numel());
+    }
+    return Status::ok();
   }
 
   template <typename T>
@@ -412,9 +447,7 @@ std::unique_ptr<PackedRecurrentWeights> prepack(const KernelInit& init, Cell cel
 Result<std::unique_ptr<OpKernel>> create_recurrent(const KernelInit& init, Cell cell) {
   EMBER_RETURN_IF_ERROR(require_inputs(init, 3));
   const DType dtype = init.input_dtypes[kX];
-  if (dtype != DType::kF32 && dtype != DType::kF64) {
-    return not_implemented("X has dtype {}; only float32 and float64 are supported", dtype_name(dtype));
-  }
+  if (!dtype_is_float(dtype)) return not_implemented("X has dtype {}; only float types are supported", dtype_name(dtype));
   const size_t last_input = cell == Cell::kLstm ? kP : kInitialH;
   for (size_t i = 1; i <= last_input; ++i) {
     const DType t = input_dtype(init, i);
