@@ -441,12 +441,12 @@ TEST(ElementwiseCast, CastLikeAndLegacyAndErrors) {
   EXPECT_EQ(values_of<int16_t>(out), (std::vector<int16_t>{1, -2}));
   Tensor f = run1("Cast", {&x}, {test::attr_string("to", "FLOAT")}, 1);
   EXPECT_EQ(values_of<float>(f), (std::vector<float>{1.5f, -2.5f}));
-  auto s = run_op("Cast", {&x}, {test::attr_int("to", 8)});
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_EQ(s.status().code(), StatusCode::kNotImplemented);
-  auto f8 = run_op("Cast", {&x}, {test::attr_int("to", 17)});
-  ASSERT_FALSE(f8.is_ok());
-  EXPECT_EQ(f8.status().code(), StatusCode::kNotImplemented);
+  auto complex = run_op("Cast", {&x}, {test::attr_int("to", 14)});  // COMPLEX64
+  ASSERT_FALSE(complex.is_ok());
+  EXPECT_EQ(complex.status().code(), StatusCode::kNotImplemented);
+  auto round_mode = run_op("Cast", {&x}, {test::attr_int("to", 24), test::attr_string("round_mode", "odd")});
+  ASSERT_FALSE(round_mode.is_ok());
+  EXPECT_EQ(round_mode.status().code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(run_op("Cast", {&x}).is_ok());
   EXPECT_FALSE(run_op("Cast", {&x}, {test::attr_string("to", "COMPLEX")}, 1).is_ok());
 }
