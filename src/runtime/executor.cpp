@@ -570,7 +570,11 @@ Status Executor::copy_bound_outputs(const Plan& plan, std::span<Tensor* const> b
       return invalid_argument("output '{}' is bound to {}, but this run computed {}",
                               graph_->value(graph_outputs[k]).name, out->describe(), value.describe());
     }
-    if (value.nbytes() && out->data() != value.data()) std::memmove(out->data(), value.data(), value.nbytes());
+    if (value.dtype() == DType::kString) {
+      std::copy_n(value.data_as<std::string>(), value.numel(), out->data_as<std::string>());
+    } else if (value.nbytes() && out->data() != value.data()) {
+      std::memmove(out->data(), value.data(), value.nbytes());
+    }
   }
   return Status::ok();
 }

@@ -103,6 +103,23 @@ TEST(StringTensor, FlowsThroughAGraph) {
   EXPECT_EQ(values_of<bool>(outputs[1]), (std::vector<bool>{true, false}));
 }
 
+// A bound string output receives copies of the strings the run computed.
+TEST(StringTensor, BoundOutputsReceiveTheStrings) {
+  GraphBuilder b(20);
+  b.input("x", DType::kString, {2}).input("y", DType::kString, {2});
+  b.node("StringConcat", {"x", "y"}, {"z"});
+  auto session = make_session(b.output("z").build(), /*optimize=*/false);
+  ASSERT_TRUE(session);
+  Tensor x = strings({2}, {"a", std::string(40, 'b')});
+  Tensor y = strings({2}, {"c", "d"});
+  Tensor z = Tensor::allocate(DType::kString, {2});
+  std::vector<const Tensor*> in = {&x, &y};
+  std::vector<Tensor*> out = {&z};
+  Status st = session->run_bound(in, out);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_EQ(string_values(z), (std::vector<std::string>{"ac", std::string(40, 'b') + "d"}));
+}
+
 TEST(StringTensor, OpsWithoutStringSupportRefuseStringInputs) {
   Tensor x = strings({2}, {"a", "b"});
   auto out = run_op("Identity", {&x});
