@@ -257,6 +257,29 @@ TEST(NarrowTypes, CastKernelPacksWithTails) {
   }
 }
 
+// QuantizeLinear to int4 per axis (a zero point of each row, saturation, NaN to
+// the minimum) over an odd element count, and DequantizeLinear back.
+TEST(NarrowTypes, QuantizeInt4PerAxisRoundTrips) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = test::make_tensor<float>({3, 3}, {0.0f, 2.5f, 3.5f, -100.0f, 100.0f, nan, 1.0f, -1.0f, 7.0f});
+  Tensor scale = test::make_tensor<float>({3}, {1.0f, 2.0f, 0.5f});
+  Tensor zp = Tensor::allocate(DType::kI4, Shape{3});
+  for (int i = 0; i < 3; ++i) set_narrow_code(zp.data(), DType::kI4, i, narrow_from_int(DType::kI4, i - 1, {}));
+  auto q = test::run_op("QuantizeLinear", {&x, &scale, &zp}, {test::attr_int("axis", 0)}, 1, 21);
+  ASSERT_TRUE(q.is_ok()) << q.status().to_string();
+  ASSERT_EQ((*q)[0].dtype(), DType::kI4);
+  // Row 0 (zp -1): 0, 2.5 -> 2 (half to even), 3.5 -> 4, each - 1. Row 1 (zp 0): saturates, NaN -> -8.
+  // Row 2 (scale 0.5, zp 1): 2 + 1, -2 + 1, 14 + 1 -> 7.
+  const std::vector<int> want = {-1, 1, 3, -8, 7, -8, 3, -1, 7};
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(narrow_to_double(DType::kI4, narrow_code_at((*q)[0].data(), DType::kI4, i)), want[i]) << i;
+  }
+  auto dq = test::run_op("DequantizeLinear", {&(*q)[0], &scale, &zp}, {test::attr_int("axis", 0)}, 1, 21);
+  ASSERT_TRUE(dq.is_ok()) << dq.status().to_string();
+  const std::vector<float> back = {0.0f, 2.0f, 4.0f, -16.0f, 14.0f, -16.0f, 1.0f, -1.0f, 3.0f};
+  EXPECT_EQ(test::values_of<float>((*dq)[0]), back);
+}
+
 TEST(NarrowTypes, OtherKernelsRefuseNarrowInputs) {
   Tensor x = Tensor::allocate(DType::kF8E4M3FN, Shape{4});
   auto r = test::run_op("Add", {&x, &x}, {}, 1, 21);
