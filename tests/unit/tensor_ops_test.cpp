@@ -503,6 +503,19 @@ TEST(SpaceToDepth, Blocks) {
   expect_error("SpaceToDepth", {&odd}, {attr_int("blocksize", 2)}, "multiples of blocksize", 13);
 }
 
+TEST(SpaceToDepth, DcrAndCrd) {
+  // Two channels of 2x2: DCR puts the block offset outermost, CRD the channel.
+  Tensor x = make_tensor<float>({1, 2, 2, 2}, iota_f(8));
+  Tensor dcr = run1("SpaceToDepth", {&x}, {attr_int("blocksize", 2), attr_string("mode", "DCR")}, 28);
+  EXPECT_EQ(dcr.shape(), (Shape{1, 8, 1, 1}));
+  EXPECT_EQ(values_of<float>(dcr), (std::vector<float>{0, 4, 1, 5, 2, 6, 3, 7}));
+  Tensor crd = run1("SpaceToDepth", {&x}, {attr_int("blocksize", 2), attr_string("mode", "CRD")}, 28);
+  EXPECT_EQ(values_of<float>(crd), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}));
+  Tensor back = run1("DepthToSpace", {&crd}, {attr_int("blocksize", 2), attr_string("mode", "CRD")}, 13);
+  EXPECT_EQ(values_of<float>(back), values_of<float>(x));
+  expect_error("SpaceToDepth", {&x}, {attr_int("blocksize", 2), attr_string("mode", "RDC")}, "not DCR or CRD", 28);
+}
+
 TEST(ShapeInputs, AskForTheirValues) {
   struct Case {
     const char* op;

@@ -5,7 +5,7 @@
 namespace ember::kernels::tensor_ops {
 namespace {
 
-enum class Layout { kDepthToSpaceDcr, kDepthToSpaceCrd, kSpaceToDepth };
+enum class Layout { kDepthToSpaceDcr, kDepthToSpaceCrd, kSpaceToDepthDcr, kSpaceToDepthCrd };
 
 class SpaceDepthKernel final : public OpKernel {
  public:
@@ -17,7 +17,7 @@ class SpaceDepthKernel final : public OpKernel {
     if (in.rank() != 4) return invalid_argument("input 0 must be 4-D (NCHW), got {}", in.describe());
     int64_t n = in.dim(0), c = in.dim(1), h = in.dim(2), w = in.dim(3);
     int64_t bb = block_ * block_;
-    if (layout_ == Layout::kSpaceToDepth) {
+    if (layout_ == Layout::kSpaceToDepthDcr || layout_ == Layout::kSpaceToDepthCrd) {
       if (h % block_ != 0 || w % block_ != 0) {
         return invalid_argument("height and width of input 0 {} must be multiples of blocksize {}", in.describe(),
                                 block_);
@@ -48,9 +48,13 @@ class SpaceDepthKernel final : public OpKernel {
         view = {n, c / (b * b), b, b, h, w};
         perm = {0, 1, 4, 2, 5, 3};
         break;
-      case Layout::kSpaceToDepth:
+      case Layout::kSpaceToDepthDcr:
         view = {n, c, h / b, b, w / b, b};
         perm = {0, 3, 5, 1, 2, 4};
+        break;
+      case Layout::kSpaceToDepthCrd:
+        view = {n, c, h / b, b, w / b, b};
+        perm = {0, 1, 3, 5, 2, 4};
         break;
     }
     Shape view_strides = contiguous_strides(view);
@@ -100,10 +104,9 @@ KernelResult create_space_to_depth(const KernelInit& init) {
   EMBER_ASSIGN_OR_RETURN(int64_t block, read_blocksize(attrs));
   const std::string mode = attrs.get_string("mode", "DCR");
   EMBER_RETURN_IF_ERROR(attrs.status());
-  if (mode == "CRD") return not_implemented("SpaceToDepth mode 'CRD' (opset 28) is not implemented");
-  if (mode != "DCR") return invalid_argument("mode '{}' is not DCR or CRD", mode);
-  return std::unique_ptr<OpKernel>(
-      new SpaceDepthKernel(Layout::kSpaceToDepth, block, dtype_size(init.input_dtypes[0])));
+  if (mode != "DCR" && mode != "CRD") return invalid_argument("mode '{}' is not DCR or CRD", mode);
+  Layout layout = mode == "DCR" ? Layout::kSpaceToDepthDcr : Layout::kSpaceToDepthCrd;
+  return std::unique_ptr<OpKernel>(new SpaceDepthKernel(layout, block, dtype_size(init.input_dtypes[0])));
 }
 
 }  // namespace ember::kernels::tensor_ops
