@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/value_list.h"
 #include "commands.h"
 #include "onnx/model_loader.h"
 #include "tensor_io.h"
@@ -63,6 +64,10 @@ int run_command(const RunArgs& args) {
   for (size_t k = 0; k < outputs->size(); ++k) {
     const Tensor& t = (*outputs)[k];
     const std::string& name = (*session)->outputs()[k].name;
+    if (dtype_is_container(t.dtype())) {
+      fmt::print(stderr, "ember run: output '{}' is a {}; only tensor outputs can be written\n", name, dtype_name(t.dtype()));
+      return 1;
+    }
     std::string base = (std::filesystem::path(args.output_dir) / fmt::format("output_{}", k)).string();
     std::ofstream(base + ".pb", std::ios::binary) << onnx::serialize_tensor_proto(t, name);
     if (npy) {

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "base/mapped_file.h"
+#include "base/value_list.h"
 #include "kernels/registry.h"
 #include "runtime/session.h"
 
@@ -569,6 +570,11 @@ Status Executor::copy_bound_outputs(const Plan& plan, std::span<Tensor* const> b
     if (out->dtype() != value.dtype() || !(out->shape() == value.shape())) {
       return invalid_argument("output '{}' is bound to {}, but this run computed {}",
                               graph_->value(graph_outputs[k]).name, out->describe(), value.describe());
+    }
+    // A sequence or optional has no bytes to copy: the bound tensor becomes the run's handle.
+    if (dtype_is_container(value.dtype())) {
+      *out = value.owns_storage() ? value : value.clone();
+      continue;
     }
     if (value.dtype() == DType::kString) {
       std::copy_n(value.data_as<std::string>(), value.numel(), out->data_as<std::string>());

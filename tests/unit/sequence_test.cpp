@@ -129,6 +129,22 @@ TEST(Sequence, OptionalsHoldNothingOrOneValue) {
   EXPECT_EQ(list_of((*out)[3]).items.size(), 1u);
 }
 
+TEST(Sequence, RunBoundHandsOverTheHandle) {
+  GraphBuilder b;
+  b.input("x", DType::kF32, {2});
+  b.node("SequenceConstruct", {"x", "x"}, {"s"});
+  auto session = session_of(b.output("s").build());
+  ASSERT_TRUE(session);
+  Tensor x = make_tensor<float>({2}, {1, 2});
+  Tensor bound(DType::kSequence, Shape{}, nullptr);
+  const Tensor* inputs[] = {&x};
+  Tensor* outputs[] = {&bound};
+  Status st = session->run_bound(inputs, outputs);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  ASSERT_EQ(list_of(bound).items.size(), 2u);
+  EXPECT_EQ(values_of<float>(list_of(bound).items[1]), (std::vector<float>{1, 2}));
+}
+
 TEST(Sequence, WrongKindsAreErrorsNamingTheInput) {
   {
     GraphBuilder b;
