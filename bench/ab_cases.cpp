@@ -237,6 +237,7 @@ std::vector<BenchCase> default_cases() {
   add_gbq_cases(cases);
   add_attention_cases(cases);
   add_overhead_cases(cases);
+  add_conv_cases(cases);
   add_image_cases(cases);
   return cases;
 }

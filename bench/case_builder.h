@@ -91,6 +91,7 @@ void add_integer_cases(std::vector<BenchCase>& cases);    // MatMulInteger, QLin
 void add_gbq_cases(std::vector<BenchCase>& cases);        // com.microsoft GatherBlockQuantized
 void add_attention_cases(std::vector<BenchCase>& cases);  // com.microsoft GroupQueryAttention
 void add_overhead_cases(std::vector<BenchCase>& cases);  // one-element ops: per-run overhead
+void add_conv_cases(std::vector<BenchCase>& cases);      // f32 Conv, ConvTranspose at Whisper and MobileNet shapes
 void add_image_cases(std::vector<BenchCase>& cases);     // Resize, GridSample at a vision-tower feature map
 
 }  // namespace ember::bench

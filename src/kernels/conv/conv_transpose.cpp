@@ -20,7 +20,10 @@ namespace {
 constexpr int64_t kColumnBudgetFloats = int64_t{4} << 20;
 // The fewest input positions per chunk, so the GEMM keeps a useful width.
 constexpr int64_t kMinChunkPositions = 256;
-// Output elements one col2im range must add to be worth a thread.
+// Output elements one col2im range must add to be worth a thread. Not measured
+// on its own: sized so a range takes about as long (25-50 us at 1-2 adds per ns)
+// as the 512 Ki multiply-adds the sgemm driver found a range must hold
+// (sgemm.cpp kMinRangeMacs).
 constexpr int64_t kMinRangeAdds = int64_t{1} << 15;
 
 // The column rows of one GEMM, reused between runs on the calling thread.
