@@ -1,5 +1,6 @@
 // TreeEnsemble (ai.onnx.ml 5): sums (or averages, or takes the min or max of) the
 // leaf weights each tree reaches, per target.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <unordered_set>
@@ -12,6 +13,44 @@ namespace {
 
 enum class Mode : uint8_t { kLeq = 0, kLt = 1, kGte = 2, kGt = 3, kEq = 4, kNeq = 5, kMember = 6 };
 enum class Aggregate { kAverage = 0, kSum = 1, kMin = 2, kMax = 3 };
+enum class PostTransform { kNone = 0, kSoftmax = 1, kLogistic = 2, kSoftmaxZero = 3, kProbit = 4 };
+
+// erf^-1 by Newton's method on std::erf from a closed-form start (Giles' single
+// precision approximation): three steps reach double precision on (-1, 1).
+double erf_inv(double y) {
+  if (y <= -1) return -std::numeric_limits<double>::infinity();
+  if (y >= 1) return std::numeric_limits<double>::infinity();
+  const double w = -std::log((1 - y) * (1 + y));
+  double x = y * (w < 5 ? 1.50140941 + 0.246640727 * (w - 2.5) : 2.83297682 + 1.00167406 * (std::sqrt(w) - 3));
+  for (int i = 0; i < 3; ++i) x -= (std::erf(x) - y) / (2 / std::sqrt(M_PI) * std::exp(-x * x));
+  return x;
+}
+
+// The score transforms of ONNX Runtime's tree ensembles, per row of targets.
+void post_transform(PostTransform t, std::vector<double>& v) {
+  switch (t) {
+    case PostTransform::kNone: return;
+    case PostTransform::kLogistic:
+      for (double& x : v) x = x >= 0 ? 1 / (1 + std::exp(-x)) : std::exp(x) / (1 + std::exp(x));
+      return;
+    case PostTransform::kProbit:
+      for (double& x : v) x = std::sqrt(2.0) * erf_inv(2 * x - 1);
+      return;
+    case PostTransform::kSoftmax:
+    case PostTransform::kSoftmaxZero: {
+      // SOFTMAX_ZERO leaves zero scores at zero (ONNX Runtime's |x| <= 1e-7 test).
+      const bool keep_zeros = t == PostTransform::kSoftmaxZero;
+      const double top = *std::max_element(v.begin(), v.end());
+      double sum = 0;
+      for (double& x : v) {
+        x = keep_zeros && std::fabs(x) <= 1e-7 ? 0 : std::exp(x - top);
+        sum += x;
+      }
+      for (double& x : v) x /= sum;
+      return;
+    }
+  }
+}
 
 struct TreeNode {
   Mode mode;
@@ -36,6 +75,7 @@ class TreeEnsembleKernel final : public OpKernel {
     // Per tree: its root node, or (a single-leaf tree) a leaf.
     std::vector<std::pair<int64_t, bool>> roots;
     Aggregate aggregate;
+    PostTransform post;
     int64_t n_targets;
     int64_t n_features;  // the largest feature index + 1
   };
@@ -75,6 +115,7 @@ class TreeEnsembleKernel final : public OpKernel {
           case Aggregate::kMax: a = std::max(a, leaf.weight); break;
         }
       }
+      post_transform(m_.post, acc);
       EMBER_SWITCH_FLOAT(y.dtype(), T, {
         for (int64_t t = 0; t < m_.n_targets; ++t) {
           y.data_as<T>()[r * m_.n_targets + t] = T(static_cast<compute_t<T>>(acc[static_cast<size_t>(t)]));
@@ -183,7 +224,8 @@ KernelResult create_tree_ensemble(const KernelInit& init) {
   EMBER_ASSIGN_OR_RETURN(std::vector<double> splits, read_floats(attrs, "nodes_splits", true));
   EMBER_ASSIGN_OR_RETURN(std::vector<double> weights, read_floats(attrs, "leaf_weights", true));
   EMBER_ASSIGN_OR_RETURN(std::vector<double> members, read_floats(attrs, "membership_values", false));
-  if (post_transform != 0) return not_implemented("post_transform {} (only NONE) is not supported", post_transform);
+  if (post_transform < 0 || post_transform > 4) return invalid_model("post_transform {} is not 0-4", post_transform);
+  m.post = static_cast<PostTransform>(post_transform);
   if (aggregate < 0 || aggregate > 3) return invalid_model("aggregate_function {} is not 0-3", aggregate);
   m.aggregate = static_cast<Aggregate>(aggregate);
   if (m.n_targets < 1) return invalid_model("n_targets must be >= 1, got {}", m.n_targets);
