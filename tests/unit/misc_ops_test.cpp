@@ -1,6 +1,7 @@
 // The small ops: the random family (RandomUniformLike, Bernoulli, Dropout)
-// against numpy's RandomState, Det, NonMaxSuppression, CumProd and the
-// training mode of BatchNormalization. Expected values were computed with
+// against numpy's RandomState, Det, NonMaxSuppression, CumProd, Shrink,
+// ReverseSequence, LpNormalization, GroupNormalization and the training mode
+// of BatchNormalization. Expected values were computed with
 // numpy (and onnx.reference) by hand.
 #include <cmath>
 #include <cstdint>
@@ -175,6 +176,60 @@ TEST(CumProd, ExclusiveReverseAndIntegerWrap) {
   auto w = run_op("CumProd", {&big, &axis0}, {}, 1, 26);
   ASSERT_TRUE(w.is_ok()) << w.status().to_string();
   EXPECT_EQ(values_of<int32_t>(w.value()[0]), (std::vector<int32_t>{65536, 0, 0}));
+}
+
+// Integer Shrink shifts in double and then truncates, as the reference's astype
+// does: a bias of 0.5 must not become 0.
+TEST(Shrink, IntegerInputShiftsByTheFractionalBias) {
+  Tensor x = make_tensor<int32_t>({5}, {-3, -1, 0, 1, 3});
+  auto r = run_op("Shrink", {&x}, {attr_float("lambd", 0.5f), attr_float("bias", 0.5f)}, 1, 9);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(values_of<int32_t>(r.value()[0]), (std::vector<int32_t>{-2, 0, 0, 0, 2}));
+}
+
+TEST(ReverseSequence, BatchAxisZeroAndLengthsOutOfRange) {
+  // [batch 2, time 3, 1]: the first two steps of batch 0 reversed, all three of batch 1.
+  Tensor x = make_tensor<float>({2, 3, 1}, {1, 2, 3, 4, 5, 6});
+  Tensor lens = make_tensor<int64_t>({2}, {2, 3});
+  std::vector<ir::Attribute> attrs = {attr_int("batch_axis", 0), attr_int("time_axis", 1)};
+  auto r = run_op("ReverseSequence", {&x, &lens}, attrs, 1, 10);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(values_of<float>(r.value()[0]), (std::vector<float>{2, 1, 3, 6, 5, 4}));
+
+  Tensor too_long = make_tensor<int64_t>({2}, {1, 4});
+  auto e = run_op("ReverseSequence", {&x, &too_long}, attrs, 1, 10);
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_NE(e.status().to_string().find("sequence_lens[1] = 4"), std::string::npos) << e.status().to_string();
+}
+
+TEST(LpNormalization, ZeroNormGivesZero) {
+  Tensor x = make_tensor<float>({2, 2}, {3, -4, 0, 0});
+  auto l2 = run_op("LpNormalization", {&x}, {attr_int("axis", 1), attr_int("p", 2)}, 1, 22);
+  ASSERT_TRUE(l2.is_ok()) << l2.status().to_string();
+  EXPECT_EQ(values_of<float>(l2.value()[0]), (std::vector<float>{0.6f, -0.8f, 0, 0}));
+  auto l1 = run_op("LpNormalization", {&x}, {attr_int("axis", 0), attr_int("p", 1)}, 1, 22);
+  ASSERT_TRUE(l1.is_ok()) << l1.status().to_string();
+  EXPECT_EQ(values_of<float>(l1.value()[0]), (std::vector<float>{1, -1, 0, 0}));
+  EXPECT_FALSE(run_op("LpNormalization", {&x}, {attr_int("p", 3)}, 1, 22).is_ok());
+}
+
+// One instance, 4 channels in 2 groups of [a, -a] (mean 0, variance a^2), epsilon 0:
+// normalized values are +-1. Opset 18 scales per group, opset 21 per channel.
+TEST(GroupNormalization, Opset18ScalesPerGroupOpset21PerChannel) {
+  Tensor x = make_tensor<float>({1, 4, 1}, {2, -2, 5, -5});
+  Tensor group_scale = make_tensor<float>({2}, {1, 10});
+  Tensor group_bias = make_tensor<float>({2}, {0, 1});
+  std::vector<ir::Attribute> attrs = {attr_int("num_groups", 2), attr_float("epsilon", 0.0f)};
+  auto r18 = run_op("GroupNormalization", {&x, &group_scale, &group_bias}, attrs, 1, 18);
+  ASSERT_TRUE(r18.is_ok()) << r18.status().to_string();
+  EXPECT_EQ(values_of<float>(r18.value()[0]), (std::vector<float>{1, -1, 11, -9}));
+
+  Tensor channel_scale = make_tensor<float>({4}, {1, 2, 3, 4});
+  Tensor channel_bias = make_tensor<float>({4}, {0, 0, 0, 1});
+  auto r21 = run_op("GroupNormalization", {&x, &channel_scale, &channel_bias}, attrs, 1, 21);
+  ASSERT_TRUE(r21.is_ok()) << r21.status().to_string();
+  EXPECT_EQ(values_of<float>(r21.value()[0]), (std::vector<float>{1, -2, 3, -3}));
+  EXPECT_FALSE(run_op("GroupNormalization", {&x, &group_scale, &group_bias}, attrs, 1, 21).is_ok());
 }
 
 // Batch statistics per channel; running stats = input * momentum + batch * (1 - momentum).

@@ -77,8 +77,8 @@ struct ThresholdedReluOp {
   explicit ThresholdedReluOp(ir::AttrReader& a) : alpha(a.get_float("alpha", 1.0f)) {}
   template <typename C> C operator()(C x) const { return x > C(alpha) ? x : C(0); }
 };
-// Shrink on integer inputs compares and shifts in double, as the float attributes
-// would be truncated in the integer type (lambd=0.5 must not become 0).
+// Shrink on integer inputs shifts in double and then truncates, as the spec's
+// reference does (x - bias, then astype): a bias of 0.5 must not become 0.
 struct ShrinkOp {
   static constexpr TypeSet kTypes = TypeSet::kNumeric;
   float lambd;
