@@ -247,7 +247,7 @@ TEST(Scan, ScansAnAxisInReverseAndStacksOnAnother) {
   body.node("Identity", {"sum_out"}, {"running"});
   body.output("sum_out").output("running");
   GraphBuilder b(16);
-  b.input("init", DType::kF32, {2}).input("xs", DType::kF32, {2, 3});
+  b.input("init", DType::kF32, {2}).input("xs", DType::kF32, {2, -1});
   b.node("Scan", {"init", "xs"}, {"total", "partial"},
          {attr_graph("body", body.build()), test::attr_int("num_scan_inputs", 1), test::attr_ints("scan_input_axes", {1}),
           test::attr_ints("scan_input_directions", {1}), test::attr_ints("scan_output_axes", {1})});
@@ -262,6 +262,13 @@ TEST(Scan, ScansAnAxisInReverseAndStacksOnAnother) {
   // Columns taken last to first: running sums [3,106], [5,111], [6,115], stacked as columns.
   EXPECT_EQ((*out)[1].describe(), "float32[2,3]");
   EXPECT_EQ(values_of<float>((*out)[1]), (std::vector<float>{3, 5, 6, 106, 111, 115}));
+  // No columns: the states pass through, the scan output has the body's [2] per (no) column.
+  Tensor none = Tensor::allocate(DType::kF32, {2, 0});
+  NamedInput empty[] = {{"init", &init}, {"xs", &none}};
+  out = session->run(empty);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ(values_of<float>((*out)[0]), (std::vector<float>{0, 100}));
+  EXPECT_EQ((*out)[1].describe(), "float32[2,0]");
 }
 
 }  // namespace

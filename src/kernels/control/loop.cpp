@@ -94,10 +94,15 @@ class LoopKernel final : public OpKernel {
     const ir::Value& declared = body_.graph->value(body_.graph->outputs[1 + num_carried_ + k]);
     if (parts.empty()) {
       // No iteration ran: the shape comes from the body's declaration when it is fully known.
+      bool known = declared.has_shape && !dtype_is_container(declared.dtype) && declared.dtype != DType::kUndefined;
       Shape shape{0};
-      for (const ir::Dim& d : declared.shape) shape.push_back(d.known() ? d.value : 0);
-      if (dtype_is_container(declared.dtype) || declared.dtype == DType::kUndefined) {
-        return not_implemented("a scan output of zero iterations whose type the body does not declare");
+      for (const ir::Dim& d : declared.shape) {
+        known = known && d.known();
+        shape.push_back(d.value);
+      }
+      if (!known) {
+        return not_implemented("zero iterations, and the body does not declare (or infer) the dtype and every dim of "
+                               "scan output '{}'", declared.name);
       }
       return Tensor::allocate(declared.dtype, shape);
     }

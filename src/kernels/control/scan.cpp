@@ -51,13 +51,13 @@ class ScanKernel final : public OpKernel {
     for (size_t k = 0; k < outputs.size(); ++k) {
       if (!ctx.has_output(num_states_ + k)) continue;
       std::vector<Tensor>& parts = outputs[k];
-      if (parts.empty()) return not_implemented("scan output {} of a zero-length scan", k);
+      // A zero-length scan stacks no parts: their dtype and shape come from the body.
+      EMBER_ASSIGN_OR_RETURN(Tensor like, parts.empty() ? declared_part(k) : Result<Tensor>(parts[0]));
       EMBER_RETURN_IF_ERROR(check_parts(parts, k));
       if (!batched_ && attrs_.output_directions[k] == 1) std::reverse(parts.begin(), parts.end());
-      const int64_t rank = parts[0].rank();
-      auto axis = batched_ ? Result<int64_t>(0) : normalize_axis(attrs_.output_axes[k], rank + 1, "scan_output_axes");
+      auto axis = batched_ ? Result<int64_t>(0) : normalize_axis(attrs_.output_axes[k], like.rank() + 1, "scan_output_axes");
       EMBER_RETURN_IF_ERROR(axis.status());
-      ctx.output(num_states_ + k) = stack_along(parts, static_cast<size_t>(*axis), parts[0].dtype(), parts[0].shape());
+      ctx.output(num_states_ + k) = stack_along(parts, static_cast<size_t>(*axis), like.dtype(), like.shape());
     }
     return Status::ok();
   }
@@ -65,6 +65,23 @@ class ScanKernel final : public OpKernel {
   bool allocates_outputs() const override { return true; }
 
  private:
+  // Zeros of the dtype and shape the body declares (or infers) for scan output k,
+  // for scans of no iterations.
+  Result<Tensor> declared_part(size_t k) const {
+    const ir::Value& v = body_.graph->value(body_.graph->outputs[num_states_ + k]);
+    bool known = v.has_shape && !dtype_is_container(v.dtype) && v.dtype != DType::kUndefined;
+    Shape shape;
+    for (const ir::Dim& d : v.shape) {
+      known = known && d.known();
+      shape.push_back(d.value);
+    }
+    if (!known) {
+      return not_implemented("a zero-length scan, and the body does not declare (or infer) the dtype and every dim of "
+                             "scan output '{}'", v.name);
+    }
+    return Tensor::allocate(v.dtype, shape);
+  }
+
   static Status check_parts(const std::vector<Tensor>& parts, size_t k) {
     for (size_t i = 0; i < parts.size(); ++i) {
       if (parts[i].dtype() != parts[0].dtype() || !(parts[i].shape() == parts[0].shape())) {
@@ -118,6 +135,7 @@ class ScanKernel final : public OpKernel {
                      std::vector<std::vector<Tensor>>& outputs) const {
     if (scans.empty() || scans[0]->rank() < 2) return invalid_argument("scan inputs must be [batch, sequence, ...]");
     const int64_t batch = scans[0]->dim(0);
+    if (batch == 0) return not_implemented("Scan (opset 8) over an empty batch");
     const int64_t max_len = scans[0]->dim(1);
     std::vector<int64_t> lengths(static_cast<size_t>(batch), max_len);
     if (ctx.has_input(0)) {
@@ -146,9 +164,8 @@ class ScanKernel final : public OpKernel {
       EMBER_RETURN_IF_ERROR(run_sequence(ctx, state_ptrs, scan_ptrs, axes, row_final, parts, lengths[static_cast<size_t>(b)]));
       for (size_t i = 0; i < states.size(); ++i) row_states[i].push_back(std::move(row_final[i]));
       for (size_t k = 0; k < outputs.size(); ++k) {
-        if (parts[k].empty()) return not_implemented("scan output {} of a zero-length row", k);
+        EMBER_ASSIGN_OR_RETURN(Tensor like, parts[k].empty() ? declared_part(k) : Result<Tensor>(parts[k][0]));
         EMBER_RETURN_IF_ERROR(check_parts(parts[k], k));
-        const Tensor& like = parts[k][0];
         while (static_cast<int64_t>(parts[k].size()) < max_len) parts[k].push_back(Tensor::allocate(like.dtype(), like.shape()));
         row_outputs[k].push_back(stack_along(parts[k], 0, like.dtype(), like.shape()));
       }
