@@ -117,7 +117,7 @@ Outcome run_case(const fs::path& dir) {
   }
   for (const auto& in : (*session)->inputs()) {
     if (in.dtype == DType::kUndefined) {
-      return {Outcome::kSkip, fmt::format("input '{}' has a type Ember does not support (sequence, map or optional)", in.name)};
+      return {Outcome::kSkip, fmt::format("input '{}' has a type Ember does not support (a map or a sparse tensor)", in.name)};
     }
   }
   std::vector<fs::path> sets;
