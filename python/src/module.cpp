@@ -3,6 +3,7 @@
 
 #include <Python.h>
 
+#include "base/value_list.h"
 #include "bindings.h"
 
 namespace ember::python {
@@ -146,7 +147,8 @@ ArrayInput array_to_tensor(nb::handle value, const std::string& what, DType decl
 }
 
 nb::object tensor_to_array(Tensor t) {
-  if (t.dtype() == DType::kString || t.dtype() == DType::kUndefined) {
+  // Sequences and optionals would be Python lists and None: not converted yet.
+  if (t.dtype() == DType::kString || t.dtype() == DType::kUndefined || dtype_is_container(t.dtype())) {
     throw StatusError(not_implemented("a {} output cannot be returned as a numpy array", dtype_name(t.dtype())));
   }
   if (!t.owns_unique_storage()) t = t.clone();
