@@ -13,7 +13,8 @@ cli_only=0
 # cargo-web / rustc-web (Rust 1.96, bookworm-security; Debian's plain cargo is 1.63, too old) build
 # llguidance, structured output's matcher (cmake/llguidance.cmake fetches its crates from crates.io).
 packages=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev
-          libicu-dev libcpp-httplib-dev cargo-web rustc-web)
+          libicu-dev libcpp-httplib-dev cargo-web rustc-web
+          libjpeg62-turbo-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev)
 # Tests and benchmarks; qemu-user runs the binaries as CPUs without AVX-512 and without AVX; haproxy is
 # the load balancer of the `ember serve` replica test; python3-dev and python3-venv let `pip install .`
 # build the Python package (Debian's python3; a pyenv or other python3 on PATH brings its own).

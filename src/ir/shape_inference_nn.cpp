@@ -694,6 +694,16 @@ Status grid_sample(OpContext& ctx) {
   return Status::ok();
 }
 
+// ImageDecoder: [H, W, C], H and W known only from the decoded bytes.
+Status image_decoder(OpContext& ctx) {
+  const std::string format = ctx.attrs.get_string("pixel_format", "RGB");
+  const DimExpr channels = format == "Grayscale"                 ? DimExpr::constant(1)
+                           : format == "RGB" || format == "BGR" ? DimExpr::constant(3)
+                                                                 : DimExpr{};
+  set_output(ctx, 0, DType::kU8, SymShape{DimExpr{}, DimExpr{}, channels});
+  return Status::ok();
+}
+
 Status matmul_nbits(OpContext& ctx) {
   const SymShape* a = ctx.shape(0);
   std::optional<SymShape> out;
@@ -762,6 +772,7 @@ void add_nn_rules(RuleTable& rules) {
   rules["AffineGrid"] = affine_grid;
   rules["CenterCropPad"] = center_crop_pad;
   rules["Col2Im"] = col2im;
+  rules["ImageDecoder"] = image_decoder;
   rules["QuantizeLinear"] = quantize;
   rules["DequantizeLinear"] = dequantize;
   rules["DynamicQuantizeLinear"] = dynamic_quantize;

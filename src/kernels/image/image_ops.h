@@ -1,5 +1,5 @@
 #pragma once
-// Factories of the image resampling kernels; image_registry.cpp lists them.
+// Factories of the image kernels (resampling, decoding); image_registry.cpp lists them.
 #include "kernels/kernel.h"
 
 namespace ember::kernels::image {
@@ -17,5 +17,7 @@ KernelResult create_affine_grid(const KernelInit& init);
 KernelResult create_center_crop_pad(const KernelInit& init);
 // col2im.cpp
 KernelResult create_col2im(const KernelInit& init);
+// image_decoder.cpp
+KernelResult create_image_decoder(const KernelInit& init);
 
 }  // namespace ember::kernels::image

@@ -14,6 +14,7 @@ void register_image_ops(OpRegistry& r) {
   r.add({"", "AffineGrid", 20, INT_MAX, create_affine_grid});
   r.add({"", "CenterCropPad", 18, INT_MAX, create_center_crop_pad});
   r.add({"", "Col2Im", 18, INT_MAX, create_col2im});
+  r.add({"", "ImageDecoder", 20, INT_MAX, create_image_decoder});
 }
 
 }  // namespace ember::kernels
