@@ -24,7 +24,8 @@ struct Config {
   float clip = 0.0f;          // 0: no clip attribute
   std::vector<std::string> activations;
   std::vector<float> alphas, betas;
-  int64_t nan_at = -1;  // element of X set to NaN
+  int64_t nan_at = -1;  // element of X set to `special`
+  float special = std::numeric_limits<float>::quiet_NaN();
 };
 
 int64_t gates(Cell c) { return c == Cell::kRnn ? 1 : c == Cell::kGru ? 3 : 4; }
@@ -55,7 +56,7 @@ Inputs make_inputs(const Config& c, uint32_t seed) {
   const int64_t dirs = c.direction == "bidirectional" ? 2 : 1, gh = gates(c.cell) * c.hidden;
   Inputs in;
   in.x = random(c.layout == 0 ? Shape{c.seq, c.batch, c.input} : Shape{c.batch, c.seq, c.input});
-  if (c.nan_at >= 0) in.x.data_as<float>()[c.nan_at] = std::numeric_limits<float>::quiet_NaN();
+  if (c.nan_at >= 0) in.x.data_as<float>()[c.nan_at] = c.special;
   in.w = random({dirs, gh, c.input});
   in.r = random({dirs, gh, c.hidden});
   in.b = random({dirs, 2 * gh});
@@ -279,6 +280,19 @@ TEST_P(RecurrentTest, ClipAndNaN) {
   c.clip = 0.0f;
   c.nan_at = 4;  // batch row 1 at t = 0 (layout 0, input 3): NaN spreads through that row only
   check(c);
+}
+
+// +-Inf in X with one input feature: every gate of that row and step gets an
+// infinite pre-activation (no inf - inf), so sigmoid and tanh saturate to their
+// limits there and the state stays finite. Hidden 37 spans whole vectors and a tail.
+TEST_P(RecurrentTest, InfiniteInputsSaturate) {
+  for (float inf : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()}) {
+    Config c;
+    c.cell = GetParam();
+    c.input = 1, c.batch = 2, c.hidden = 37, c.direction = "bidirectional";
+    c.nan_at = 3, c.special = inf;  // t = 1, batch row 1
+    check(c);
+  }
 }
 
 TEST_P(RecurrentTest, ZeroLengthSequence) {

@@ -1,7 +1,9 @@
 // RNN, GRU and LSTM. The input projection of every time step and direction is
 // one GEMM (X * W^T for W of all directions stacked); each step then multiplies
 // the hidden state by R once (GRU without linear_before_reset: twice, the second
-// after the reset gate) and updates every gate in one fused pass per batch row.
+// after the reset gate) and updates the gates of each batch row: pre-activations
+// summed into a work row, then each function applied to a whole gate block
+// (f32 sigmoid and tanh vectorized, recurrent_activation.h).
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -218,11 +220,20 @@ class RecurrentKernel final : public OpKernel {
     return Status::ok();
   }
 
+  // x[i] = clip(x[i]) for i < n (NaN stays NaN).
   template <typename T>
-  T clip(T v) const {
-    if (!clip_) return v;
+  void clip_all(T* x, int64_t n) const {
+    if (!clip_) return;
     const T c = static_cast<T>(*clip_);
-    return std::min(std::max(v, -c), c);
+    for (int64_t i = 0; i < n; ++i) x[i] = std::min(std::max(x[i], -c), c);
+  }
+
+  // out[j] = f(clip(a[j] + b[j])) for j < n.
+  template <typename T>
+  void activate(const RecurrentActivation& f, const T* a, const T* b, int64_t n, T* out) const {
+    for (int64_t j = 0; j < n; ++j) out[j] = a[j] + b[j];
+    clip_all(out, n);
+    f.apply(out, out, n);
   }
 
   // Offset of state (direction, batch row) in initial_h / Y_h / Y_c.
@@ -260,7 +271,7 @@ class RecurrentKernel final : public OpKernel {
 
     const size_t state_size = static_cast<size_t>(d.batch * hidden);
     std::vector<T> h(state_size), c(state_size), rec(static_cast<size_t>(d.batch * gh)), scratch(state_size),
-        reset_h(state_size);
+        reset_h(state_size), work(static_cast<size_t>(gh));
     for (int64_t dir = 0; dir < dirs; ++dir) {
       const bool reverse = reverse_ || dir == 1;
       fold_bias(xw.data(), rows, dirs * gh, dir * gh, gh, bias ? bias + dir * 2 * gh : nullptr);
@@ -295,18 +306,17 @@ class RecurrentKernel final : public OpKernel {
           const T* rg = rec.data() + b * first_cols;
           T* hb = h.data() + b * hidden;
           if (cell_ == Cell::kRnn) {
-            for (int64_t j = 0; j < hidden; ++j) hb[j] = act[0](clip(gates[j] + rg[j]));
+            activate(act[0], gates, rg, hidden, hb);
           } else if (cell_ == Cell::kLstm) {
-            lstm_step(gates, rg, peephole, act, hb, c.data() + b * hidden, hidden);
+            lstm_step(gates, rg, peephole, act, hb, c.data() + b * hidden, hidden, work.data());
           } else if (split_gru) {
-            T* z = scratch.data() + b * hidden;
+            // z and r in one pass; r * H waits in reset_h for Rh.
+            activate(act[0], gates, rg, 2 * hidden, work.data());
+            std::memcpy(scratch.data() + b * hidden, work.data(), static_cast<size_t>(hidden) * sizeof(T));
             T* rh = reset_h.data() + b * hidden;
-            for (int64_t j = 0; j < hidden; ++j) {
-              z[j] = act[0](clip(gates[j] + rg[j]));
-              rh[j] = act[0](clip(gates[hidden + j] + rg[hidden + j])) * hb[j];
-            }
+            for (int64_t j = 0; j < hidden; ++j) rh[j] = work[static_cast<size_t>(hidden + j)] * hb[j];
           } else {
-            gru_linear_step(gates, rg, r_bias_h, act, hb, hidden);
+            gru_linear_step(gates, rg, r_bias_h, act, hb, hidden, work.data());
           }
         }
         if (split_gru) {
@@ -320,10 +330,9 @@ class RecurrentKernel final : public OpKernel {
             const T* rg = rec.data() + b * hidden;
             const T* z = scratch.data() + b * hidden;
             T* hb = h.data() + b * hidden;
-            for (int64_t j = 0; j < hidden; ++j) {
-              const T candidate = act[1](clip(gates[j] + rg[j]));
-              hb[j] = (T(1) - z[j]) * candidate + z[j] * hb[j];
-            }
+            const T* candidate = work.data();
+            activate(act[1], gates, rg, hidden, work.data());
+            for (int64_t j = 0; j < hidden; ++j) hb[j] = (T(1) - z[j]) * candidate[j] + z[j] * hb[j];
           }
         }
         if (y) {
@@ -374,40 +383,60 @@ class RecurrentKernel final : public OpKernel {
     }
   }
 
-  // Gates i, o, f, c; peepholes i, o, f.
+  // Gates i, o, f, c; peepholes i, o, f. work holds 4 * hidden.
   template <typename T>
   void lstm_step(const T* gates, const T* rg, const T* peephole, const RecurrentActivation* act, T* h, T* c,
-                 int64_t hidden) const {
-    for (int64_t j = 0; j < hidden; ++j) {
-      const T c_prev = c[j];
-      T pre_i = gates[j] + rg[j], pre_f = gates[2 * hidden + j] + rg[2 * hidden + j];
-      if (peephole) {
-        pre_i += peephole[j] * c_prev;
-        pre_f += peephole[2 * hidden + j] * c_prev;
+                 int64_t hidden, T* work) const {
+    T* in = work;
+    T* out = work + hidden;
+    T* forget = work + 2 * hidden;
+    T* cell = work + 3 * hidden;
+    for (int64_t j = 0; j < 4 * hidden; ++j) work[j] = gates[j] + rg[j];
+    if (peephole) {
+      for (int64_t j = 0; j < hidden; ++j) {
+        in[j] += peephole[j] * c[j];
+        forget[j] += peephole[2 * hidden + j] * c[j];
       }
-      const T in = act[0](clip(pre_i));
-      const T forget = input_forget_ ? T(1) - in : act[0](clip(pre_f));
-      const T cell = act[1](clip(gates[3 * hidden + j] + rg[3 * hidden + j]));
-      const T c_new = forget * c_prev + in * cell;
-      T pre_o = gates[hidden + j] + rg[hidden + j];
-      if (peephole) pre_o += peephole[hidden + j] * c_new;
-      const T out = act[0](clip(pre_o));
-      c[j] = c_new;
-      h[j] = out * act[2](c_new);
+      // o's peephole reads the new c: o is clipped and activated after it.
+      clip_all(in, hidden);
+      clip_all(forget, 2 * hidden);
+    } else {
+      clip_all(work, 4 * hidden);
+      act[0].apply(out, out, hidden);
     }
+    act[0].apply(in, in, hidden);
+    if (input_forget_) {
+      for (int64_t j = 0; j < hidden; ++j) forget[j] = T(1) - in[j];
+    } else {
+      act[0].apply(forget, forget, hidden);
+    }
+    act[1].apply(cell, cell, hidden);
+    for (int64_t j = 0; j < hidden; ++j) c[j] = forget[j] * c[j] + in[j] * cell[j];
+    if (peephole) {
+      for (int64_t j = 0; j < hidden; ++j) out[j] += peephole[hidden + j] * c[j];
+      clip_all(out, hidden);
+      act[0].apply(out, out, hidden);
+    }
+    act[2].apply(c, cell, hidden);
+    for (int64_t j = 0; j < hidden; ++j) h[j] = out[j] * cell[j];
   }
 
-  // GRU with linear_before_reset: rg is H * R^T for all three gates, r_bias_h is Rbh.
+  // GRU with linear_before_reset: rg is H * R^T for all three gates, r_bias_h is
+  // Rbh. work holds 3 * hidden.
   template <typename T>
   void gru_linear_step(const T* gates, const T* rg, const T* r_bias_h, const RecurrentActivation* act, T* h,
-                       int64_t hidden) const {
+                       int64_t hidden, T* work) const {
+    activate(act[0], gates, rg, 2 * hidden, work);
+    const T* z = work;
+    const T* reset = work + hidden;
+    T* candidate = work + 2 * hidden;
     for (int64_t j = 0; j < hidden; ++j) {
-      const T z = act[0](clip(gates[j] + rg[j]));
-      const T reset = act[0](clip(gates[hidden + j] + rg[hidden + j]));
       const T recurrent = rg[2 * hidden + j] + (r_bias_h ? r_bias_h[j] : T(0));
-      const T candidate = act[1](clip(gates[2 * hidden + j] + reset * recurrent));
-      h[j] = (T(1) - z) * candidate + z * h[j];
+      candidate[j] = gates[2 * hidden + j] + reset[j] * recurrent;
     }
+    clip_all(candidate, hidden);
+    act[1].apply(candidate, candidate, hidden);
+    for (int64_t j = 0; j < hidden; ++j) h[j] = (T(1) - z[j]) * candidate[j] + z[j] * h[j];
   }
 
   Cell cell_;

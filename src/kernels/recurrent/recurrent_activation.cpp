@@ -3,6 +3,8 @@
 #include <cctype>
 #include <string>
 
+#include "kernels/elementwise/unary_ukernels.h"
+
 namespace ember::kernels {
 namespace {
 
@@ -36,6 +38,19 @@ std::string lowercase(std::string_view s) {
 }
 
 }  // namespace
+
+void RecurrentActivation::apply(const float* x, float* y, int64_t n) const {
+  if (kind == RecurrentActivationKind::kSigmoid || kind == RecurrentActivationKind::kTanh) {
+    const UnaryKind unary = kind == RecurrentActivationKind::kSigmoid ? UnaryKind::kSigmoid : UnaryKind::kTanh;
+    unary_table().get(unary)(x, y, n, UnaryParams{});
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] = (*this)(x[i]);
+}
+
+void RecurrentActivation::apply(const double* x, double* y, int64_t n) const {
+  for (int64_t i = 0; i < n; ++i) y[i] = (*this)(x[i]);
+}
 
 Result<std::vector<RecurrentActivation>> read_recurrent_activations(const ir::Node& node,
                                                                     std::vector<std::string_view> defaults,

@@ -2,6 +2,7 @@
 // The activation functions RNN, GRU and LSTM accept in their `activations`
 // attribute, with ONNX's (and ONNX Runtime's) default alpha and beta.
 #include <cmath>
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -37,6 +38,12 @@ struct RecurrentActivation {
     }
     return x;
   }
+
+  // y[i] = f(x[i]) for i < n (x == y allowed). f32 Sigmoid and Tanh run the
+  // vectorized unary microkernels (kernels/elementwise/unary_ukernels.h); other
+  // functions and f64 go element by element.
+  void apply(const float* x, float* y, int64_t n) const;
+  void apply(const double* x, double* y, int64_t n) const;
 };
 
 // Reads `activations`, `activation_alpha` and `activation_beta`: `per_direction`
