@@ -239,6 +239,7 @@ std::vector<BenchCase> default_cases() {
   add_overhead_cases(cases);
   add_conv_cases(cases);
   add_image_cases(cases);
+  add_recurrent_cases(cases);
   return cases;
 }
 

@@ -93,5 +93,6 @@ void add_attention_cases(std::vector<BenchCase>& cases);  // com.microsoft Group
 void add_overhead_cases(std::vector<BenchCase>& cases);  // one-element ops: per-run overhead
 void add_conv_cases(std::vector<BenchCase>& cases);      // f32 Conv, ConvTranspose at Whisper and MobileNet shapes
 void add_image_cases(std::vector<BenchCase>& cases);     // Resize, GridSample at a vision-tower feature map
+void add_recurrent_cases(std::vector<BenchCase>& cases);  // LSTM, GRU at speech/sequence model layers
 
 }  // namespace ember::bench
