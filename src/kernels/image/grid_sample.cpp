@@ -51,6 +51,11 @@ void cubic_coeffs(C t, C* c) {
 // Taps per parallel_for task (a task is whole channels): enough that a task
 // outweighs waking a worker.
 constexpr int64_t kTaskTaps = 32 * 1024;
+// Output positions are handled in blocks of at most this many taps, which bounds
+// the tap table (12 bytes a tap) for large volumetric grids.
+constexpr int64_t kBlockTaps = 1 << 20;
+
+int64_t ceil_div_int(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 class GridSampleKernel final : public OpKernel {
  public:
@@ -115,20 +120,25 @@ class GridSampleKernel final : public OpKernel {
     const T* src = x.data_as<T>();
     const G* coords = grid.data_as<G>();
     T* dst = out.data_as<T>();
-    // Taps of every output position of one batch item, shared by its channels:
-    // position p reads offsets[p*combos ..] with weights[p*combos ..]. A tap in
-    // the zeros padding reads offset `plane`: a zero appended to a copy of the
-    // channel, so every position has the same number of taps.
-    const auto total = static_cast<size_t>(positions * combos);
+    // Taps of a block of output positions of one batch item, shared by its
+    // channels: position first+p reads offsets[p*combos ..] with weights[p*combos
+    // ..]. A tap in the zeros padding reads offset `plane`: a zero appended to a
+    // copy of the channel, so every position has the same number of taps.
+    const int64_t block = std::min(positions, std::max<int64_t>(1, kBlockTaps / combos));
+    const auto total = static_cast<size_t>(block * combos);
     std::vector<int64_t> offsets(total);
     std::vector<C> weights(total);
     std::vector<int64_t> tap_index(r * static_cast<size_t>(per_dim));
     std::vector<C> tap_weight(tap_index.size());
     const bool zero_tap = padding_ == PaddingMode::kZeros;
-    const int64_t grain = std::max<int64_t>(1, kTaskTaps / std::max<int64_t>(positions * combos, 1));
-    for (int64_t n = 0; n < batch; ++n) {
-      for (int64_t p = 0; p < positions; ++p) {
-        const G* g = coords + (n * positions + p) * static_cast<int64_t>(r);
+    const int64_t grain = std::max<int64_t>(1, kTaskTaps / std::max<int64_t>(block * combos, 1));
+    const int64_t blocks = ceil_div_int(positions, block);
+    for (int64_t job = 0; job < batch * blocks; ++job) {
+      const int64_t n = job / blocks;
+      const int64_t first = job % blocks * block;
+      const int64_t count = std::min(block, positions - first);
+      for (int64_t p = 0; p < count; ++p) {
+        const G* g = coords + (n * positions + first + p) * static_cast<int64_t>(r);
         for (size_t i = 0; i < r; ++i) {
           axis_taps<C>(static_cast<C>(g[r - 1 - i]), dims[i], &tap_index[i * per_dim], &tap_weight[i * per_dim]);
         }
@@ -160,11 +170,11 @@ class GridSampleKernel final : public OpKernel {
             padded[static_cast<size_t>(plane)] = T(0.0f);
             in_plane = padded.data();
           }
-          T* out_plane = dst + (n * channels + c) * positions;
+          T* out_plane = dst + (n * channels + c) * positions + first;
           if (combos == 4) {
-            gather_taps<T, C, 4>(in_plane, offsets.data(), weights.data(), positions, 4, out_plane);
+            gather_taps<T, C, 4>(in_plane, offsets.data(), weights.data(), count, 4, out_plane);
           } else {
-            gather_taps<T, C, 0>(in_plane, offsets.data(), weights.data(), positions, combos, out_plane);
+            gather_taps<T, C, 0>(in_plane, offsets.data(), weights.data(), count, combos, out_plane);
           }
         }
       });
