@@ -1,8 +1,10 @@
-// Conv (1-D to 3-D, grouped, dilated, strided, padded): a direct reference loop
-// over output positions with a compute_t<T> accumulator.
+// Conv (1-D to 3-D, grouped, dilated, strided, padded): f32 through im2col and
+// the sgemm driver (kernels/conv/conv_gemm.h), other float types through a
+// direct reference loop over output positions with a compute_t<T> accumulator.
 #include <algorithm>
 #include <memory>
 
+#include "kernels/conv/conv_gemm.h"
 #include "kernels/matmul/matmul_ops.h"
 #include "kernels/matmul/window.h"
 
@@ -74,6 +76,12 @@ class ConvKernel final : public OpKernel {
     ConvShape s;
     EMBER_ASSIGN_OR_RETURN(Window3d w, geometry(ctx, s));
     const bool has_bias = ctx.has_input(2);
+    if (dtype_ == DType::kF32) {
+      conv_f32_gemm({s.batch, s.in_channels, s.out_channels, s.group, w}, ctx.input(0).data_as<float>(),
+                    ctx.input(1).data_as<float>(), has_bias ? ctx.input(2).data_as<float>() : nullptr,
+                    ctx.output(0).data_as<float>());
+      return Status::ok();
+    }
     EMBER_SWITCH_FLOAT(dtype_, T,
                        conv_ref<T>(s, w, ctx.input(0).data_as<T>(), ctx.input(1).data_as<T>(),
                                    has_bias ? ctx.input(2).data_as<T>() : nullptr, ctx.output(0).data_as<T>()),
