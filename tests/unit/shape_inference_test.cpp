@@ -417,6 +417,16 @@ TEST(ShapeInferenceTest, ImageResamplingOps) {
   EXPECT_EQ(b.shape("im"), "[n,3,5,6]");
 }
 
+TEST(ShapeInferenceTest, ImageDecoderKnowsOnlyTheChannels) {
+  Builder b(20);
+  b.input("bytes", DType::kU8, {"n"})
+      .node("ImageDecoder", {"bytes"}, {"bgr"}, {attr_string("pixel_format", "BGR")})
+      .node("ImageDecoder", {"bytes"}, {"gray"}, {attr_string("pixel_format", "Grayscale")});
+  EXPECT_EQ(b.shape("bgr"), "[?,?,3]");
+  EXPECT_EQ(b.shape("gray"), "[?,?,1]");
+  EXPECT_EQ(b.dtype("gray"), DType::kU8);
+}
+
 TEST(ShapeInferenceTest, RecurrentAndSignalOps) {
   Builder b(20);
   b.input("x", DType::kF32, {"s", "n", int64_t{3}})

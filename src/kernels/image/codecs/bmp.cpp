@@ -45,7 +45,8 @@ Result<RgbImage> decode_bmp(std::span<const uint8_t> bytes) {
   if (bytes.size() < 14 + 12) return malformed("the file is shorter than its headers");
   const uint32_t data_offset = read_le(bytes, 10, 4);
   const uint32_t header_size = read_le(bytes, 14, 4);
-  if (header_size != 12 && (header_size < 40 || header_size > 124)) {
+  if (header_size < 12 || header_size > 124) return malformed(fmt::format("info header size {}", header_size));
+  if (header_size != 12 && header_size < 40) {
     return not_implemented("BMP info header of {} bytes (12 and 40-124 are supported)", header_size);
   }
   if (bytes.size() < 14 + size_t{header_size}) return malformed("the file is shorter than its info header");
