@@ -13,6 +13,7 @@ Command add_test_onnx(CLI::App& app);
 Command add_run(CLI::App& app);
 Command add_perf(CLI::App& app);
 Command add_info(CLI::App& app);
+Command add_ops(CLI::App& app);
 Command add_tokenize(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_chat_template(CLI::App& app);

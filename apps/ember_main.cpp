@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   add("run", "Run a model on TensorProto (.pb) or NumPy (.npy) inputs and write its outputs", ember::cli::add_run);
   add("perf", "Time a model on random inputs of its declared shapes", ember::cli::add_perf);
   add("info", "Show a model's inputs, outputs, op histogram and unsupported ops", ember::cli::add_info);
+  add("ops", "Print the support matrix: every op with a kernel or a shape rule, its opsets and string support",
+      ember::cli::add_ops);
   add("tokenize", "Encode text to token ids or decode ids with a model folder's tokenizer.json", ember::cli::add_tokenize);
   add("bench", "Prompt-processing and token-generation throughput of a model folder, like llama-bench", ember::cli::add_bench);
   add("chat-template", "Render a model folder's chat template over a JSON message list", ember::cli::add_chat_template);

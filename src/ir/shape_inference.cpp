@@ -229,7 +229,9 @@ std::optional<std::vector<DimExpr>> contents_of(const Tensor& t) {
   return r;
 }
 
-InferFn find_infer_fn(const Node& node) {
+namespace {
+
+const RuleTable& rule_table() {
   static const RuleTable rules = [] {
     RuleTable r;
     add_string_rules(r);
@@ -240,7 +242,14 @@ InferFn find_infer_fn(const Node& node) {
     add_attention_rules(r);
     return r;
   }();
+  return rules;
+}
+
+}  // namespace
+
+InferFn find_infer_fn(const Node& node) {
   bool onnx_domain = node.domain.empty() || node.domain == "ai.onnx";
+  const RuleTable& rules = rule_table();
   auto it = rules.find(onnx_domain ? node.op_type : node.domain + "." + node.op_type);
   return it == rules.end() ? nullptr : it->second;
 }
@@ -393,5 +402,16 @@ Result<std::vector<SymbolicValue>> infer_symbolic_values(Graph& g) {
 }
 
 Status infer_shapes(Graph& g) { return infer_symbolic_values(g).status(); }
+
+std::vector<std::pair<std::string, std::string>> shape_rule_ops() {
+  std::vector<std::pair<std::string, std::string>> ops;
+  for (const auto& [key, rule] : shape_inference_detail::rule_table()) {
+    // Keys are "Op" in the default domain and "domain.Op" elsewhere (op types have no dots).
+    size_t dot = key.rfind('.');
+    ops.emplace_back(dot == std::string::npos ? "" : key.substr(0, dot), dot == std::string::npos ? key : key.substr(dot + 1));
+  }
+  std::sort(ops.begin(), ops.end());
+  return ops;
+}
 
 }  // namespace ember::ir

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -68,5 +69,8 @@ Status infer_shapes(Graph& g);
 
 // The same, also returning what was inferred for each value (indexed by ValueId).
 Result<std::vector<SymbolicValue>> infer_symbolic_values(Graph& g);
+
+// Every (domain, op type) inference has a rule for, sorted; "" is the default domain.
+std::vector<std::pair<std::string, std::string>> shape_rule_ops();
 
 }  // namespace ember::ir
