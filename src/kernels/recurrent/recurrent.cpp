@@ -27,17 +27,19 @@ constexpr size_t kX = 0, kW = 1, kR = 2, kB = 3, kSequenceLens = 4, kInitialH = 
 
 int64_t gates_of(Cell cell) { return cell == Cell::kRnn ? 1 : cell == Cell::kGru ? 3 : 4; }
 
-// C [m, n] = A [m, k] * B^T for B stored [n, k], all row-major and contiguous.
-void matmul_bt(const float* a, int64_t m, int64_t k, const float* b, int64_t n, float* c) {
+// C [m, n] = A [m, k] * B^T (+ C when accumulate) for B stored [n, k], all
+// row-major and contiguous.
+void matmul_bt(const float* a, int64_t m, int64_t k, const float* b, int64_t n, float* c, bool accumulate = false) {
   GemmParams p;
   p.trans_b = true;
-  p.m = m, p.n = n, p.k = k, p.lda = k, p.ldb = k, p.ldc = n;
+  p.m = m, p.n = n, p.k = k, p.lda = k, p.ldb = k, p.ldc = n, p.beta = accumulate ? 1.0f : 0.0f;
   sgemm::gemm(sgemm::sgemm_table(), p, a, b, c);
 }
-void matmul_bt(const double* a, int64_t m, int64_t k, const double* b, int64_t n, double* c) {
+void matmul_bt(const double* a, int64_t m, int64_t k, const double* b, int64_t n, double* c,
+               bool accumulate = false) {
   GemmParams p;
   p.trans_b = true;
-  p.m = m, p.n = n, p.k = k, p.lda = k, p.ldb = k, p.ldc = n;
+  p.m = m, p.n = n, p.k = k, p.lda = k, p.ldb = k, p.ldc = n, p.beta = accumulate ? 1.0f : 0.0f;
   gemm_ref<double>(p, a, b, c);
 }
 
@@ -91,20 +93,21 @@ class RecurrentWeight<float> {
   int64_t n_, k_;
 };
 
-// X [m, k] * W^T into xw [m, n]: through the prepacked W when there is one.
+// X [m, k] * W^T into xw [m, n] (added to xw's biases when accumulate): through
+// the prepacked W when there is one.
 void project(const float* x, int64_t m, int64_t k, const float* w, int64_t n, float* xw,
-             const PackedRecurrentWeights* packed) {
+             const PackedRecurrentWeights* packed, bool accumulate) {
   if (!packed) {
-    matmul_bt(x, m, k, w, n, xw);
+    matmul_bt(x, m, k, w, n, xw, accumulate);
     return;
   }
   GemmParams p;
-  p.m = m, p.n = n, p.k = k, p.lda = k, p.ldc = n;
+  p.m = m, p.n = n, p.k = k, p.lda = k, p.ldc = n, p.beta = accumulate ? 1.0f : 0.0f;
   packed->w.gemm(sgemm::sgemm_table(), p, x, xw);
 }
 void project(const double* x, int64_t m, int64_t k, const double* w, int64_t n, double* xw,
-             const PackedRecurrentWeights* /*packed*/) {
-  matmul_bt(x, m, k, w, n, xw);
+             const PackedRecurrentWeights* /*packed*/, bool accumulate) {
+  matmul_bt(x, m, k, w, n, xw, accumulate);
 }
 
 struct Dims {
@@ -259,9 +262,11 @@ class RecurrentKernel final : public OpKernel {
     const T* r = packed_ ? nullptr : ctx.input(kR).data_as<T>();
     const T* bias = ctx.has_input(kB) ? ctx.input(kB).data_as<T>() : nullptr;
 
-    // xw[row][dir * gh + g]: every step's input projection, biases folded in.
-    std::vector<T> xw(static_cast<size_t>(rows * dirs * gh));
-    project(x, rows, d.input, w, dirs * gh, xw.data(), packed_.get());
+    // xw[row][dir * gh + g]: every step's input projection, accumulated onto the
+    // biases (left uninitialized without them: the GEMM only writes it then).
+    std::unique_ptr<T[]> xw(new T[static_cast<size_t>(rows * dirs * gh)]);
+    if (bias) fill_bias(xw.get(), rows, dirs, gh, bias);
+    project(x, rows, d.input, w, dirs * gh, xw.get(), packed_.get(), bias != nullptr);
 
     T* y = ctx.has_output(0) ? ctx.output(0).data_as<T>() : nullptr;
     T* y_h = ctx.has_output(1) ? ctx.output(1).data_as<T>() : nullptr;
@@ -274,7 +279,6 @@ class RecurrentKernel final : public OpKernel {
         reset_h(state_size), work(static_cast<size_t>(gh));
     for (int64_t dir = 0; dir < dirs; ++dir) {
       const bool reverse = reverse_ || dir == 1;
-      fold_bias(xw.data(), rows, dirs * gh, dir * gh, gh, bias ? bias + dir * 2 * gh : nullptr);
       load_state(ctx, kInitialH, d, dir, h.data());
       if (cell_ == Cell::kLstm) load_state(ctx, kInitialC, d, dir, c.data());
       const T* r_dir = r ? r + dir * gh * hidden : nullptr;
@@ -302,7 +306,7 @@ class RecurrentKernel final : public OpKernel {
           const int64_t len = lens[static_cast<size_t>(b)];
           if (s >= len) continue;
           const int64_t t = reverse ? len - 1 - s : s;
-          const T* gates = xw.data() + x_row(d, t, b) * dirs * gh + dir * gh;
+          const T* gates = xw.get() + x_row(d, t, b) * dirs * gh + dir * gh;
           const T* rg = rec.data() + b * first_cols;
           T* hb = h.data() + b * hidden;
           if (cell_ == Cell::kRnn) {
@@ -326,7 +330,7 @@ class RecurrentKernel final : public OpKernel {
             const int64_t len = lens[static_cast<size_t>(b)];
             if (s >= len) continue;
             const int64_t t = reverse ? len - 1 - s : s;
-            const T* gates = xw.data() + x_row(d, t, b) * dirs * gh + dir * gh + 2 * hidden;
+            const T* gates = xw.get() + x_row(d, t, b) * dirs * gh + dir * gh + 2 * hidden;
             const T* rg = rec.data() + b * hidden;
             const T* z = scratch.data() + b * hidden;
             T* hb = h.data() + b * hidden;
@@ -353,21 +357,20 @@ class RecurrentKernel final : public OpKernel {
     return Status::ok();
   }
 
-  // Adds Wb + Rb of one direction (columns [col0, col0 + gh) of each row) to the
-  // projection; GRU with linear_before_reset keeps Rbh for after the reset gate.
+  // Every row of xw [rows, dirs * gh] set to Wb + Rb of each direction; GRU with
+  // linear_before_reset keeps Rbh for after the reset gate.
   template <typename T>
-  void fold_bias(T* xw, int64_t rows, int64_t ld, int64_t col0, int64_t gh, const T* bias) const {
-    if (!bias) return;
-    std::vector<T> sum(static_cast<size_t>(gh));
+  void fill_bias(T* xw, int64_t rows, int64_t dirs, int64_t gh, const T* bias) const {
+    std::vector<T> sum(static_cast<size_t>(dirs * gh));
     const int64_t hidden = gh / gates_of(cell_);
-    for (int64_t g = 0; g < gh; ++g) {
-      const bool keep_r = cell_ == Cell::kGru && linear_before_reset_ && g >= 2 * hidden;
-      sum[static_cast<size_t>(g)] = bias[g] + (keep_r ? T(0) : bias[gh + g]);
+    for (int64_t dir = 0; dir < dirs; ++dir) {
+      const T* b = bias + dir * 2 * gh;
+      for (int64_t g = 0; g < gh; ++g) {
+        const bool keep_r = cell_ == Cell::kGru && linear_before_reset_ && g >= 2 * hidden;
+        sum[static_cast<size_t>(dir * gh + g)] = b[g] + (keep_r ? T(0) : b[gh + g]);
+      }
     }
-    for (int64_t row = 0; row < rows; ++row) {
-      T* out = xw + row * ld + col0;
-      for (int64_t g = 0; g < gh; ++g) out[g] += sum[static_cast<size_t>(g)];
-    }
+    for (int64_t row = 0; row < rows; ++row) std::copy(sum.begin(), sum.end(), xw + row * dirs * gh);
   }
 
   template <typename T>
