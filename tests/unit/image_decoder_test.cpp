@@ -70,6 +70,26 @@ Bytes encode_bmp() {
   return b;
 }
 
+// A BMP with a 40-byte info header: `extra` (palette or bitfield masks) after
+// it, then `rows` as stored (each padded to 4 bytes); height < 0 is top-down.
+Bytes bmp_file(int width, int height, int bits, uint32_t compression, const Bytes& extra, const Bytes& rows) {
+  Bytes b = {'B', 'M'};
+  const uint32_t data_offset = static_cast<uint32_t>(14 + 40 + extra.size());
+  put_le(b, data_offset + static_cast<uint32_t>(rows.size()), 4);
+  put_le(b, 0, 4);
+  put_le(b, data_offset, 4);
+  put_le(b, 40, 4);
+  put_le(b, static_cast<uint32_t>(width), 4);
+  put_le(b, static_cast<uint32_t>(height), 4);
+  put_le(b, 1, 2);
+  put_le(b, static_cast<uint32_t>(bits), 2);
+  put_le(b, compression, 4);
+  for (int i = 0; i < 5; ++i) put_le(b, 0, 4);
+  b.insert(b.end(), extra.begin(), extra.end());
+  b.insert(b.end(), rows.begin(), rows.end());
+  return b;
+}
+
 // 16x16 of one color per 8x8 block, quality 100 without chroma subsampling, so
 // decoded pixels stay within a few levels of the source.
 Bytes encode_jpeg(Bytes& source) {
@@ -268,6 +288,50 @@ TEST(ImageCodecs, ImagesOverThePixelLimitAreRefusedBeforeDecoding) {
   bmp[18] = 0xFF, bmp[19] = 0xFF, bmp[20] = 0xFF, bmp[21] = 0x00;  // width 2^24 - 1
   bmp[22] = 0xFF, bmp[23] = 0x00;                                  // height 255
   expect_error_naming(bmp, "limit", "BMP of 2^24 x 255 pixels");
+}
+
+TEST(ImageCodecs, BmpPaletteBitfieldsAndRowOrder) {
+  // 8-bit palette (BGRA entries), bottom-up: the file's first row is the image's last.
+  Bytes palette;
+  for (int i = 0; i < kWidth * kHeight; ++i) {
+    palette.insert(palette.end(), {kPixels[i * 3 + 2], kPixels[i * 3 + 1], kPixels[i * 3], 0});
+  }
+  palette.resize(256 * 4, 0);  // a colors-used count of 0 means all 2^8 entries
+  auto p8 = image_codecs::decode_rgb(bmp_file(kWidth, kHeight, 8, 0, palette, {3, 4, 5, 0, 0, 1, 2, 0}));
+  ASSERT_TRUE(p8.is_ok()) << p8.status().to_string();
+  EXPECT_EQ(p8.value().pixels, kPixels);
+
+  // 1-bit, top-down (negative height): 101 / 010, MSB first, index 1 is white.
+  auto p1 = image_codecs::decode_rgb(
+      bmp_file(3, -2, 1, 0, {0, 0, 0, 0, 255, 255, 255, 0}, {0xA0, 0, 0, 0, 0x40, 0, 0, 0}));
+  ASSERT_TRUE(p1.is_ok()) << p1.status().to_string();
+  EXPECT_EQ(p1.value().pixels, (Bytes{255, 255, 255, 0, 0, 0, 255, 255, 255, 0, 0, 0, 255, 255, 255, 0, 0, 0}));
+
+  // 32-bit BI_BITFIELDS with R, G, B in the high three bytes.
+  Bytes masks;
+  for (uint32_t m : {0xFF000000u, 0x00FF0000u, 0x0000FF00u}) put_le(masks, m, 4);
+  Bytes rows;
+  for (int y = kHeight - 1; y >= 0; --y) {
+    for (int x = 0; x < kWidth; ++x) {
+      const uint8_t* p = &kPixels[(y * kWidth + x) * 3];
+      put_le(rows, (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8), 4);
+    }
+  }
+  auto p32 = image_codecs::decode_rgb(bmp_file(kWidth, kHeight, 32, 3, masks, rows));
+  ASSERT_TRUE(p32.is_ok()) << p32.status().to_string();
+  EXPECT_EQ(p32.value().pixels, kPixels);
+
+  // 16-bit BI_RGB is 5-5-5: 31 -> 255, 16 -> round(16 * 255 / 31) = 132, 0 -> 0.
+  Bytes row16;
+  put_le(row16, (31u << 10) | (16u << 5), 2);
+  put_le(row16, 0, 2);
+  auto p16 = image_codecs::decode_rgb(bmp_file(1, 1, 16, 0, {}, row16));
+  ASSERT_TRUE(p16.is_ok()) << p16.status().to_string();
+  EXPECT_EQ(p16.value().pixels, (Bytes{255, 132, 0}));
+
+  auto rle = image_codecs::decode_rgb(bmp_file(1, 1, 8, 1, Bytes(1024, 0), {0, 0, 0, 0}));
+  ASSERT_FALSE(rle.is_ok());
+  EXPECT_EQ(rle.status().code(), StatusCode::kNotImplemented) << rle.status().to_string();
 }
 
 TEST(ImageCodecs, NetpbmKindsAndMaxvalScaling) {

@@ -51,8 +51,10 @@ Result<RgbImage> decode_bmp(std::span<const uint8_t> bytes) {
   }
   if (bytes.size() < 14 + size_t{header_size}) return malformed("the file is shorter than its info header");
   const bool core = header_size == 12;
-  const int64_t width = core ? read_le(bytes, 18, 2) : static_cast<int32_t>(read_le(bytes, 18, 4));
-  const int64_t signed_height = core ? read_le(bytes, 20, 2) : static_cast<int32_t>(read_le(bytes, 22, 4));
+  // The core header's sizes are unsigned 16-bit; later headers' are signed 32-bit.
+  const int64_t width = core ? int64_t{read_le(bytes, 18, 2)} : int64_t{static_cast<int32_t>(read_le(bytes, 18, 4))};
+  const int64_t signed_height =
+      core ? int64_t{read_le(bytes, 20, 2)} : int64_t{static_cast<int32_t>(read_le(bytes, 22, 4))};
   const uint32_t bit_count = core ? read_le(bytes, 24, 2) : read_le(bytes, 28, 2);
   const uint32_t compression = core ? kBiRgb : read_le(bytes, 30, 4);
   const uint32_t colors_used = core ? 0 : read_le(bytes, 46, 4);
