@@ -737,6 +737,52 @@ Status gather_block_quantized(OpContext& ctx) {
   return Status::ok();
 }
 
+// NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss: the loss is target's
+// shape with reduction "none", else a scalar; SCE's log_prob is like scores.
+Status loss(OpContext& ctx) {
+  const std::string reduction = ctx.attrs.get_string("reduction", "mean");
+  set_output(ctx, 0, ctx.dtype(0), reduction == "none" ? opt_shape(ctx.shape(1)) : std::optional<SymShape>(SymShape{}));
+  set_output(ctx, 1, ctx.dtype(0), opt_shape(ctx.shape(0)));
+  return Status::ok();
+}
+
+// Unique: U unique values (slices along `axis` when it is set); indices and
+// counts [U]; inverse_indices one per element (per slice along `axis`).
+Status unique(OpContext& ctx) {
+  const SymShape* x = ctx.shape(0);
+  std::optional<SymShape> y = SymShape{DimExpr{}};
+  std::optional<SymShape> inverse;
+  if (ctx.attrs.has("axis")) {
+    y.reset();
+    if (x) {
+      EMBER_ASSIGN_OR_RETURN(size_t axis, normalize_axis(ctx.attrs.get_int("axis", 0), x->size()));
+      y = *x;
+      (*y)[axis] = DimExpr{};
+      inverse = SymShape{(*x)[axis]};
+    }
+  } else if (x) {
+    inverse = SymShape{product(*x, 0, x->size())};
+  }
+  set_output(ctx, 0, ctx.dtype(0), std::move(y));
+  set_output(ctx, 1, DType::kI64, SymShape{DimExpr{}});
+  set_output(ctx, 2, DType::kI64, std::move(inverse));
+  set_output(ctx, 3, DType::kI64, SymShape{DimExpr{}});
+  return Status::ok();
+}
+
+// RandomNormal / RandomUniform: the `shape` attribute, in `dtype` (float by default).
+Status random_from_attrs(OpContext& ctx) {
+  const int64_t attr = ctx.attrs.get_int("dtype", static_cast<int64_t>(DType::kF32));
+  const DType dt = dtype_is_known(static_cast<int32_t>(attr)) ? static_cast<DType>(attr) : DType::kUndefined;
+  std::optional<SymShape> out;
+  if (ctx.attrs.has("shape")) {
+    out = SymShape{};
+    for (int64_t d : ctx.attrs.get_ints("shape")) out->push_back(d >= 0 ? DimExpr::constant(d) : DimExpr{});
+  }
+  set_output(ctx, 0, dt, std::move(out));
+  return Status::ok();
+}
+
 }  // namespace
 
 void add_nn_rules(RuleTable& rules) {
@@ -777,6 +823,11 @@ void add_nn_rules(RuleTable& rules) {
   rules["DequantizeLinear"] = dequantize;
   rules["DynamicQuantizeLinear"] = dynamic_quantize;
   for (const char* op : {"EyeLike", "RandomNormalLike", "RandomUniformLike"}) rules[op] = like_with_dtype;
+  for (const char* op : {"RandomNormal", "RandomUniform"}) rules[op] = random_from_attrs;
+  rules["NegativeLogLikelihoodLoss"] = loss;
+  rules["SoftmaxCrossEntropyLoss"] = loss;
+  rules["Unique"] = unique;
+  rules["Swish"] = same_as_input;
   rules["Einsum"] = einsum;
   rules["Det"] = det;
   rules["NonMaxSuppression"] = non_max_suppression;

@@ -670,5 +670,81 @@ TEST(ShapeInferenceModelTest, NodeTestsInferWithoutConflicts) {
   EXPECT_GT(checked, 800);
 }
 
+TEST(ShapeInferenceTest, ContribAttentionOps) {
+  Builder b(17);
+  b.input("q", DType::kF32, {"b", "s", int64_t{64}})
+      .input("k", DType::kF32, {"b", "s", int64_t{32}})
+      .input("v", DType::kF32, {"b", "s", int64_t{32}})
+      .input("past_k", DType::kF32, {"b", int64_t{2}, int64_t{128}, int64_t{16}})
+      .input("past_v", DType::kF32, {"b", int64_t{2}, int64_t{128}, int64_t{16}})
+      .input("seqlens", DType::kI32, {"b"})
+      .ints("total", {100}, true)
+      .node("GroupQueryAttention", {"q", "k", "v", "past_k", "past_v", "seqlens", "total"}, {"gy", "gpk", "gpv"},
+            {attr_int("num_heads", 4), attr_int("kv_num_heads", 2)});
+  b.g.nodes.back().domain = "com.microsoft";
+  // Packed QKV [b, s, (4 + 2 * 2) * 16], no past: present as long as total.
+  b.input("qkv", DType::kF16, {"b", "s", int64_t{128}})
+      .node("GroupQueryAttention", {"qkv", "", "", "", "", "seqlens", "total"}, {"py", "ppk", "ppv"},
+            {attr_int("num_heads", 4), attr_int("kv_num_heads", 2)});
+  b.g.nodes.back().domain = "com.microsoft";
+  // MultiHeadAttention, BSD key/value with a past, and BNSH key/value.
+  b.input("mk", DType::kF32, {"b", "l", int64_t{64}})
+      .input("mv", DType::kF32, {"b", "l", int64_t{96}})
+      .input("mpk", DType::kF32, {"b", int64_t{4}, "p", int64_t{16}})
+      .input("mpv", DType::kF32, {"b", int64_t{4}, "p", int64_t{24}})
+      .node("MultiHeadAttention", {"q", "mk", "mv", "", "", "", "mpk", "mpv"}, {"my", "mpk_out", "mpv_out"},
+            {attr_int("num_heads", 4)});
+  b.g.nodes.back().domain = "com.microsoft";
+  b.input("k4", DType::kF32, {"b", int64_t{4}, "l", int64_t{16}})
+      .node("MultiHeadAttention", {"q", "k4", "k4"}, {"m4y", "m4pk", "m4pv"}, {attr_int("num_heads", 4)});
+  b.g.nodes.back().domain = "com.microsoft";
+  // com.microsoft Attention: equal thirds of the weights, and qkv_hidden_sizes.
+  b.input("x", DType::kF32, {"b", "s", int64_t{32}})
+      .weight("w", {32, 96})
+      .input("past", DType::kF32, {int64_t{2}, "b", int64_t{4}, "p", int64_t{8}})
+      .node("Attention", {"x", "w", "", "", "past"}, {"ay", "apresent"}, {attr_int("num_heads", 4)});
+  b.g.nodes.back().domain = "com.microsoft";
+  b.weight("w2", {32, 128}).node("Attention", {"x", "w2"}, {"a2y", "a2present"},
+                                 {attr_int("num_heads", 4), attr_ints("qkv_hidden_sizes", {32, 32, 64})});
+  b.g.nodes.back().domain = "com.microsoft";
+  EXPECT_EQ(b.shape("gy"), "[b,s,64]");
+  EXPECT_EQ(b.shape("gpk"), "[b,2,128,16]");  // max(past 128, total 100)
+  EXPECT_EQ(b.shape("gpv"), "[b,2,128,16]");
+  EXPECT_EQ(b.shape("py"), "[b,s,64]");
+  EXPECT_EQ(b.shape("ppk"), "[b,2,100,16]");
+  EXPECT_EQ(b.dtype("ppv"), DType::kF16);
+  EXPECT_EQ(b.shape("my"), "[b,s,96]");
+  EXPECT_EQ(b.shape("mpk_out"), "[b,4,l+p,16]");
+  EXPECT_EQ(b.shape("mpv_out"), "[b,4,l+p,24]");
+  EXPECT_EQ(b.shape("m4y"), "[b,s,64]");
+  EXPECT_EQ(b.shape("m4pk"), "[b,4,l,16]");
+  EXPECT_EQ(b.shape("ay"), "[b,s,32]");
+  EXPECT_EQ(b.shape("apresent"), "[2,b,4,p+s,8]");
+  EXPECT_EQ(b.shape("a2y"), "[b,s,64]");
+  EXPECT_EQ(b.shape("a2present"), "[2,b,4,s,8]");
+}
+
+TEST(ShapeInferenceTest, LossUniqueAndRandomOps) {
+  Builder b(18);
+  b.input("scores", DType::kF32, {"n", int64_t{5}, "d"})
+      .input("labels", DType::kI64, {"n", "d"})
+      .node("SoftmaxCrossEntropyLoss", {"scores", "labels"}, {"loss", "log_prob"})
+      .node("NegativeLogLikelihoodLoss", {"scores", "labels"}, {"nll"}, {attr_string("reduction", "none")})
+      .input("x", DType::kF32, {"n", int64_t{3}})
+      .node("Unique", {"x"}, {"u", "ui", "uinv", "uc"})
+      .node("Unique", {"x"}, {"ua", "uai", "uainv", "uac"}, {attr_int("axis", -1)})
+      .node("RandomNormal", {}, {"rn"}, {attr_ints("shape", {2, 3}), attr_int("dtype", 11)});
+  EXPECT_EQ(b.shape("loss"), "[]");
+  EXPECT_EQ(b.shape("log_prob"), "[n,5,d]");
+  EXPECT_EQ(b.shape("nll"), "[n,d]");
+  EXPECT_EQ(b.shape("u"), "[?]");
+  EXPECT_EQ(b.shape("uinv"), "[n*3]");
+  EXPECT_EQ(b.dtype("uinv"), DType::kI64);
+  EXPECT_EQ(b.shape("ua"), "[n,?]");
+  EXPECT_EQ(b.shape("uainv"), "[3]");
+  EXPECT_EQ(b.shape("rn"), "[2,3]");
+  EXPECT_EQ(b.dtype("rn"), DType::kF64);
+}
+
 }  // namespace
 }  // namespace ember::ir

@@ -10,6 +10,7 @@ void register_conv_ops(OpRegistry& r) {
   r.add({"", "ConvTranspose", 1, INT_MAX, create_conv_transpose});
   r.add({"", "DeformConv", 19, INT_MAX, create_deform_conv});
   r.add({"", "LpPool", 1, INT_MAX, create_lp_pool});
+  r.add({"", "GlobalLpPool", 1, INT_MAX, create_global_lp_pool});
   r.add({"", "MaxUnpool", 9, INT_MAX, create_max_unpool});
   r.add({"", "LRN", 1, INT_MAX, create_lrn});
   r.add({"", "ConvInteger", 10, INT_MAX, create_conv_integer});

@@ -1,5 +1,6 @@
 // LpPool over 1-D to 3-D spatial dims: (sum of |x|^p over the window's taps
 // inside the input)^(1/p); padding taps count as zeros, as in ONNX's reference.
+// GlobalLpPool: the same over all spatial dims (any number) of each plane.
 #include <cmath>
 #include <memory>
 
@@ -9,10 +10,20 @@
 namespace ember::kernels {
 namespace {
 
+// |v|^p and sum^(1/p), with the common p = 1 and p = 2 exact.
+template <typename Acc>
+Acc lp_term(Acc v, int64_t p) {
+  v = std::abs(v);
+  return p == 1 ? v : p == 2 ? v * v : std::pow(v, static_cast<Acc>(p));
+}
+template <typename Acc>
+Acc lp_root(Acc sum, int64_t p) {
+  return p == 1 ? sum : p == 2 ? std::sqrt(sum) : std::pow(sum, Acc(1) / static_cast<Acc>(p));
+}
+
 template <typename T>
 void lp_pool_ref(int64_t planes, const Window3d& w, int64_t p, const T* x, T* y) {
   using Acc = compute_t<T>;
-  const Acc inv_p = Acc(1) / static_cast<Acc>(p);
   for (int64_t plane = 0; plane < planes; ++plane) {
     const T* xp = x + plane * w.in_size();
     T* yp = y + plane * w.out_size();
@@ -29,13 +40,11 @@ void lp_pool_ref(int64_t planes, const Window3d& w, int64_t p, const T* x, T* y)
               for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
                 const int64_t iw = ow * w.stride[2] - w.pad_begin[2] + kw * w.dilation[2];
                 if (iw < 0 || iw >= w.in[2]) continue;
-                const Acc v = std::abs(static_cast<Acc>(xp[(id * w.in[1] + ih) * w.in[2] + iw]));
-                sum += p == 1 ? v : p == 2 ? v * v : std::pow(v, static_cast<Acc>(p));
+                sum += lp_term(static_cast<Acc>(xp[(id * w.in[1] + ih) * w.in[2] + iw]), p);
               }
             }
           }
-          const Acc r = p == 1 ? sum : p == 2 ? std::sqrt(sum) : std::pow(sum, inv_p);
-          yp[(od * w.out[1] + oh) * w.out[2] + ow] = static_cast<T>(r);
+          yp[(od * w.out[1] + oh) * w.out[2] + ow] = static_cast<T>(lp_root(sum, p));
         }
       }
     }
@@ -73,22 +82,71 @@ class LpPoolKernel final : public OpKernel {
   int64_t p_;
 };
 
+class GlobalLpPoolKernel final : public OpKernel {
+ public:
+  GlobalLpPoolKernel(DType dtype, int64_t p) : dtype_(dtype), p_(p) {}
+
+  Status infer(KernelContext& ctx) const override {
+    const Shape& x = ctx.input(0).shape();
+    if (x.size() < 3) return invalid_argument("X {} must be N x C x spatial", shape_to_string(x));
+    Shape y(x.size(), 1);
+    y[0] = x[0];
+    y[1] = x[1];
+    ctx.set_output(0, dtype_, std::move(y));
+    return Status::ok();
+  }
+
+  Status run(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const int64_t planes = x.dim(0) * x.dim(1);
+    const int64_t size = planes == 0 ? 0 : x.numel() / planes;
+    EMBER_SWITCH_FLOAT(dtype_, T, {
+      using Acc = compute_t<T>;
+      const T* xp = x.data_as<T>();
+      T* y = ctx.output(0).data_as<T>();
+      for (int64_t plane = 0; plane < planes; ++plane) {
+        Acc sum = Acc(0);
+        for (int64_t i = 0; i < size; ++i) sum += lp_term(static_cast<Acc>(xp[plane * size + i]), p_);
+        y[plane] = static_cast<T>(lp_root(sum, p_));
+      }
+    }, return internal_error("GlobalLpPool: unexpected dtype {}", dtype_name(dtype_)));
+    return Status::ok();
+  }
+
+ private:
+  DType dtype_;
+  int64_t p_;
+};
+
+// The p attribute: a float before opset 2 (whole numbers only here), an int since.
+Result<int64_t> read_p(const ir::Node& node) {
+  ir::AttrReader reader(node);
+  const float p_attr = node.opset < 2 ? reader.get_float("p", 2.0f) : 2.0f;
+  const int64_t p = node.opset < 2 ? static_cast<int64_t>(p_attr) : reader.get_int("p", 2);
+  EMBER_RETURN_IF_ERROR(reader.status());
+  if (static_cast<float>(p) != p_attr && node.opset < 2) {
+    return not_implemented("p = {} is not supported (whole numbers only)", p_attr);
+  }
+  if (p < 1) return invalid_argument("p must be >= 1, got {}", p);
+  return p;
+}
+
 }  // namespace
+
+Result<std::unique_ptr<OpKernel>> create_global_lp_pool(const KernelInit& init) {
+  EMBER_RETURN_IF_ERROR(require_inputs(init, 1));
+  const DType t = init.input_dtypes[0];
+  if (!dtype_is_float(t)) return not_implemented("dtype {} is not supported (float types only)", dtype_name(t));
+  EMBER_ASSIGN_OR_RETURN(const int64_t p, read_p(init.node));
+  return std::unique_ptr<OpKernel>(std::make_unique<GlobalLpPoolKernel>(t, p));
+}
 
 Result<std::unique_ptr<OpKernel>> create_lp_pool(const KernelInit& init) {
   EMBER_RETURN_IF_ERROR(require_inputs(init, 1));
   const DType t = init.input_dtypes[0];
   if (!dtype_is_float(t)) return not_implemented("dtype {} is not supported (float types only)", dtype_name(t));
   EMBER_ASSIGN_OR_RETURN(WindowAttrs attrs, read_window_attrs(init.node, true));
-  ir::AttrReader reader(init.node);
-  // LpPool-1 declares p a float; later opsets an int.
-  const float p_attr = init.node.opset < 2 ? reader.get_float("p", 2.0f) : 2.0f;
-  const int64_t p = init.node.opset < 2 ? static_cast<int64_t>(p_attr) : reader.get_int("p", 2);
-  EMBER_RETURN_IF_ERROR(reader.status());
-  if (static_cast<float>(p) != p_attr && init.node.opset < 2) {
-    return not_implemented("p = {} is not supported (whole numbers only)", p_attr);
-  }
-  if (p < 1) return invalid_argument("p must be >= 1, got {}", p);
+  EMBER_ASSIGN_OR_RETURN(const int64_t p, read_p(init.node));
   return std::unique_ptr<OpKernel>(std::make_unique<LpPoolKernel>(t, std::move(attrs), p));
 }
 

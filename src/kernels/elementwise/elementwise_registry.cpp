@@ -3,6 +3,8 @@
 
 namespace ember::kernels {
 
+void register_bias_add_ops(OpRegistry& r);  // bias_add.cpp
+
 void register_elementwise_ops(OpRegistry& r) {
   register_unary_ops(r);
   register_activation_ops(r);
@@ -12,6 +14,7 @@ void register_elementwise_ops(OpRegistry& r) {
   register_where_ops(r);
   register_fused_elementwise_ops(r);
   register_cast_ops(r);
+  register_bias_add_ops(r);
 }
 
 }  // namespace ember::kernels

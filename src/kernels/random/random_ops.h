@@ -10,6 +10,9 @@ namespace ember::kernels::random_ops {
 using KernelResult = Result<std::unique_ptr<OpKernel>>;
 
 KernelResult create_random_uniform_like(const KernelInit& init);  // generators.cpp
+KernelResult create_random_normal_like(const KernelInit& init);   // generators.cpp
+KernelResult create_random_uniform(const KernelInit& init);       // generators.cpp
+KernelResult create_random_normal(const KernelInit& init);        // generators.cpp
 KernelResult create_bernoulli(const KernelInit& init);            // generators.cpp
 KernelResult create_dropout(const KernelInit& init);              // dropout.cpp
 

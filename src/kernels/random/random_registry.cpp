@@ -1,5 +1,6 @@
-// Ops that draw random numbers: RandomUniformLike, Bernoulli and Dropout (which
-// draws its mask in training mode), and the seed reading they share.
+// Ops that draw random numbers: RandomUniform(Like), RandomNormal(Like),
+// Bernoulli and Dropout (which draws its mask in training mode), and the seed
+// reading they share.
 #include <climits>
 #include <cmath>
 
@@ -26,6 +27,9 @@ Result<std::optional<uint32_t>> read_seed(const ir::Node& node, bool is_float) {
 void register_random_ops(OpRegistry& r) {
   using namespace random_ops;
   r.add({"", "RandomUniformLike", 1, INT_MAX, create_random_uniform_like});
+  r.add({"", "RandomNormalLike", 1, INT_MAX, create_random_normal_like});
+  r.add({"", "RandomUniform", 1, INT_MAX, create_random_uniform});
+  r.add({"", "RandomNormal", 1, INT_MAX, create_random_normal});
   r.add({"", "Bernoulli", 15, INT_MAX, create_bernoulli});
   r.add({"", "Dropout", 1, INT_MAX, create_dropout});
 }

@@ -5,6 +5,7 @@
 // its seed on every run, as that reference does (RandomState(seed) per call),
 // so a given seed reproduces the reference's values; without a seed each run
 // draws a fresh seed from std::random_device.
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -29,8 +30,29 @@ class RandomSource {
     return (a * 67108864.0 + b) / 9007199254740992.0;
   }
 
+  // Standard normal: numpy's legacy gauss() (polar Box-Muller over
+  // next_double(), each accepted pair giving two values, the second cached).
+  double next_gauss() {
+    if (has_gauss_) {
+      has_gauss_ = false;
+      return gauss_;
+    }
+    double x1 = 0.0, x2 = 0.0, r2 = 0.0;
+    do {
+      x1 = 2.0 * next_double() - 1.0;
+      x2 = 2.0 * next_double() - 1.0;
+      r2 = x1 * x1 + x2 * x2;
+    } while (r2 >= 1.0 || r2 == 0.0);
+    const double f = std::sqrt(-2.0 * std::log(r2) / r2);
+    gauss_ = f * x1;
+    has_gauss_ = true;
+    return f * x2;
+  }
+
  private:
   std::mt19937 engine_;
+  double gauss_ = 0.0;
+  bool has_gauss_ = false;
 };
 
 // The optional `seed` attribute (a float for the generator ops, an int for
