@@ -46,21 +46,11 @@ void conv_integer_ref(const IntConvShape& s, const TX* x, int32_t zx, const TW* 
             for (int64_t c = 0; c < cpg; ++c) {
               const TX* xc = x_group + c * in_size;
               const TW* wc = w_m + c * kernel_size;
-              for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
-                const int64_t id = od * w.stride[0] - w.pad_begin[0] + kd * w.dilation[0];
-                if (id < 0 || id >= w.in[0]) continue;
-                for (int64_t kh = 0; kh < w.kernel[1]; ++kh) {
-                  const int64_t ih = oh * w.stride[1] - w.pad_begin[1] + kh * w.dilation[1];
-                  if (ih < 0 || ih >= w.in[1]) continue;
-                  for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
-                    const int64_t iw = ow * w.stride[2] - w.pad_begin[2] + kw * w.dilation[2];
-                    if (iw < 0 || iw >= w.in[2]) continue;
-                    const int32_t xv = static_cast<int32_t>(xc[(id * w.in[1] + ih) * w.in[2] + iw]) - zx;
-                    const int32_t wv = static_cast<int32_t>(wc[(kd * w.kernel[1] + kh) * w.kernel[2] + kw]) - zwm;
-                    sum += static_cast<uint32_t>(xv * wv);
-                  }
-                }
-              }
+              for_each_tap(w, od, oh, ow, [&](int64_t i, int64_t k) {
+                const int32_t xv = static_cast<int32_t>(xc[i]) - zx;
+                const int32_t wv = static_cast<int32_t>(wc[k]) - zwm;
+                sum += static_cast<uint32_t>(xv * wv);
+              });
             }
             y_m[(od * w.out[1] + oh) * w.out[2] + ow] = static_cast<int32_t>(sum);
           }

@@ -276,15 +276,7 @@ class ConvTransposeKernel final : public OpKernel {
 }  // namespace
 
 Result<std::unique_ptr<OpKernel>> create_conv_transpose(const KernelInit& init) {
-  EMBER_RETURN_IF_ERROR(require_inputs(init, 2));
-  const DType t = init.input_dtypes[0];
-  if (!dtype_is_float(t)) return not_implemented("dtype {} is not supported (float types only)", dtype_name(t));
-  for (size_t i = 1; i < init.input_dtypes.size() && i < 3; ++i) {
-    const DType other = init.input_dtypes[i];
-    if (other != DType::kUndefined && other != t) {
-      return invalid_argument("input {} is {} but X is {}", i, dtype_name(other), dtype_name(t));
-    }
-  }
+  EMBER_ASSIGN_OR_RETURN(const DType t, conv_float_dtype(init));
   ConvTransposeKernel::Attrs attrs;
   EMBER_ASSIGN_OR_RETURN(attrs.window, read_window_attrs(init.node, false));
   ir::AttrReader reader(init.node);

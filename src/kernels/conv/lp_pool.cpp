@@ -31,19 +31,7 @@ void lp_pool_ref(int64_t planes, const Window3d& w, int64_t p, const T* x, T* y)
       for (int64_t oh = 0; oh < w.out[1]; ++oh) {
         for (int64_t ow = 0; ow < w.out[2]; ++ow) {
           Acc sum = Acc(0);
-          for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
-            const int64_t id = od * w.stride[0] - w.pad_begin[0] + kd * w.dilation[0];
-            if (id < 0 || id >= w.in[0]) continue;
-            for (int64_t kh = 0; kh < w.kernel[1]; ++kh) {
-              const int64_t ih = oh * w.stride[1] - w.pad_begin[1] + kh * w.dilation[1];
-              if (ih < 0 || ih >= w.in[1]) continue;
-              for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
-                const int64_t iw = ow * w.stride[2] - w.pad_begin[2] + kw * w.dilation[2];
-                if (iw < 0 || iw >= w.in[2]) continue;
-                sum += lp_term(static_cast<Acc>(xp[(id * w.in[1] + ih) * w.in[2] + iw]), p);
-              }
-            }
-          }
+          for_each_tap(w, od, oh, ow, [&](int64_t i, int64_t) { sum += lp_term(static_cast<Acc>(xp[i]), p); });
           yp[(od * w.out[1] + oh) * w.out[2] + ow] = static_cast<T>(lp_root(sum, p));
         }
       }

@@ -15,12 +15,6 @@ struct ConvShape {
   int64_t batch = 0, in_channels = 0, out_channels = 0, group = 1;
 };
 
-// Input index along one lifted dim, or -1 inside the padding.
-inline int64_t input_index(const Window3d& w, int d, int64_t o, int64_t k) {
-  const int64_t i = o * w.stride[d] - w.pad_begin[d] + k * w.dilation[d];
-  return i >= 0 && i < w.in[d] ? i : -1;
-}
-
 template <typename T>
 void conv_ref(const ConvShape& s, const Window3d& w, const T* x, const T* weights, const T* bias, T* y) {
   using Acc = compute_t<T>;
@@ -38,20 +32,8 @@ void conv_ref(const ConvShape& s, const Window3d& w, const T* x, const T* weight
             for (int64_t c = 0; c < cpg; ++c) {
               const T* xc = x_group + c * in_size;
               const T* wc = w_m + c * kernel_size;
-              for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
-                const int64_t id = input_index(w, 0, od, kd);
-                if (id < 0) continue;
-                for (int64_t kh = 0; kh < w.kernel[1]; ++kh) {
-                  const int64_t ih = input_index(w, 1, oh, kh);
-                  if (ih < 0) continue;
-                  const T* xrow = xc + (id * w.in[1] + ih) * w.in[2];
-                  const T* wrow = wc + (kd * w.kernel[1] + kh) * w.kernel[2];
-                  for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
-                    const int64_t iw = input_index(w, 2, ow, kw);
-                    if (iw >= 0) acc += static_cast<Acc>(xrow[iw]) * static_cast<Acc>(wrow[kw]);
-                  }
-                }
-              }
+              for_each_tap(w, od, oh, ow,
+                           [&](int64_t i, int64_t k) { acc += static_cast<Acc>(xc[i]) * static_cast<Acc>(wc[k]); });
             }
             y_m[(od * w.out[1] + oh) * w.out[2] + ow] = static_cast<T>(acc);
           }
@@ -127,15 +109,7 @@ class ConvKernel final : public OpKernel {
 }  // namespace
 
 Result<std::unique_ptr<OpKernel>> create_conv(const KernelInit& init) {
-  EMBER_RETURN_IF_ERROR(require_inputs(init, 2));
-  const DType t = init.input_dtypes[0];
-  if (!dtype_is_float(t)) return not_implemented("dtype {} is not supported (float types only)", dtype_name(t));
-  for (size_t i = 1; i < init.input_dtypes.size() && i < 3; ++i) {
-    const DType other = init.input_dtypes[i];
-    if (other != DType::kUndefined && other != t) {
-      return invalid_argument("input {} is {} but X is {}", i, dtype_name(other), dtype_name(t));
-    }
-  }
+  EMBER_ASSIGN_OR_RETURN(const DType t, conv_float_dtype(init));
   EMBER_ASSIGN_OR_RETURN(WindowAttrs attrs, read_window_attrs(init.node, false));
   ir::AttrReader reader(init.node);
   const int64_t group = reader.get_int("group", 1);

@@ -20,6 +20,12 @@ inline int64_t taps_inside(const Window3d& w, int d, int64_t o, int64_t lo, int6
   return count;
 }
 
+// The column-major (w, h, d) offset of the element at row-major offset `i` of a plane.
+inline int64_t column_major_offset(const Window3d& w, int64_t i) {
+  const int64_t iw = i % w.in[2], ih = i / w.in[2] % w.in[1], id = i / (w.in[2] * w.in[1]);
+  return (iw * w.in[1] + ih) * w.in[0] + id;
+}
+
 // Calls fn(input_offset, output_offset) for every (n, c) plane.
 template <typename Fn>
 void for_each_plane(int64_t planes, const Window3d& w, Fn&& fn) {
@@ -34,31 +40,18 @@ void max_pool_ref(int64_t planes, const Window3d& w, bool column_major, const T*
       for (int64_t oh = 0; oh < w.out[1]; ++oh) {
         for (int64_t ow = 0; ow < w.out[2]; ++ow, ++o) {
           T best = std::numeric_limits<T>::lowest();
-          int64_t best_d = 0, best_h = 0, best_w = 0;
+          int64_t best_off = 0;  // row-major offset of the winning tap in the plane
           bool found = false;
-          for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
-            const int64_t id = od * w.stride[0] - w.pad_begin[0] + kd * w.dilation[0];
-            if (id < 0 || id >= w.in[0]) continue;
-            for (int64_t kh = 0; kh < w.kernel[1]; ++kh) {
-              const int64_t ih = oh * w.stride[1] - w.pad_begin[1] + kh * w.dilation[1];
-              if (ih < 0 || ih >= w.in[1]) continue;
-              for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
-                const int64_t iw = ow * w.stride[2] - w.pad_begin[2] + kw * w.dilation[2];
-                if (iw < 0 || iw >= w.in[2]) continue;
-                const T v = x[in_off + (id * w.in[1] + ih) * w.in[2] + iw];
-                if (!found || static_cast<compute_t<T>>(v) > static_cast<compute_t<T>>(best)) {
-                  best = v;
-                  best_d = id, best_h = ih, best_w = iw;
-                  found = true;
-                }
-              }
+          for_each_tap(w, od, oh, ow, [&](int64_t i, int64_t) {
+            const T v = x[in_off + i];
+            if (!found || static_cast<compute_t<T>>(v) > static_cast<compute_t<T>>(best)) {
+              best = v;
+              best_off = i;
+              found = true;
             }
-          }
+          });
           y[o] = best;
-          if (indices) {
-            indices[o] = in_off + (column_major ? (best_w * w.in[1] + best_h) * w.in[0] + best_d
-                                                : (best_d * w.in[1] + best_h) * w.in[2] + best_w);
-          }
+          if (indices) indices[o] = in_off + (column_major && found ? column_major_offset(w, best_off) : best_off);
         }
       }
     }
@@ -74,18 +67,7 @@ void average_pool_ref(int64_t planes, const Window3d& w, bool count_include_pad,
       for (int64_t oh = 0; oh < w.out[1]; ++oh) {
         for (int64_t ow = 0; ow < w.out[2]; ++ow, ++o) {
           Acc sum = Acc(0);
-          for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
-            const int64_t id = od * w.stride[0] - w.pad_begin[0] + kd * w.dilation[0];
-            if (id < 0 || id >= w.in[0]) continue;
-            for (int64_t kh = 0; kh < w.kernel[1]; ++kh) {
-              const int64_t ih = oh * w.stride[1] - w.pad_begin[1] + kh * w.dilation[1];
-              if (ih < 0 || ih >= w.in[1]) continue;
-              for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
-                const int64_t iw = ow * w.stride[2] - w.pad_begin[2] + kw * w.dilation[2];
-                if (iw >= 0 && iw < w.in[2]) sum += static_cast<Acc>(x[in_off + (id * w.in[1] + ih) * w.in[2] + iw]);
-              }
-            }
-          }
+          for_each_tap(w, od, oh, ow, [&](int64_t i, int64_t) { sum += static_cast<Acc>(x[in_off + i]); });
           // Padding counts toward the divisor only inside the declared pads, never
           // past them (ceil_mode windows can overhang the padded input).
           int64_t count = 1;
