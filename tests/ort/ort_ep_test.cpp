@@ -260,38 +260,49 @@ TEST(OrtEp, ChainIsOnePartition) {
   expect_case(c);
 }
 
-// Relu -> Det (no Ember kernel) -> Neg: ORT's CPU EP runs Det; both Ember
-// nodes still run on Ember, in two partitions.
+// One region of interest, [batch 0, x1, y1, x2, y2], for MaxRoiPool: one of the
+// two default-domain ops Ember has no kernel for (with Multinomial, which is random).
+Tensor one_roi(float x2, float y2) {
+  Tensor rois = Tensor::allocate(DType::kF32, {1, 5});
+  const float box[5] = {0.f, 0.f, 0.f, x2, y2};
+  std::copy(box, box + 5, rois.data_as<float>());
+  return rois;
+}
+
+// Relu -> MaxRoiPool (no Ember kernel) -> Neg: ORT's CPU EP runs MaxRoiPool;
+// both Ember nodes still run on Ember, in two partitions.
 TEST(OrtEp, MixedChainClaimsBothSides) {
   ModelBuilder b(17);
-  b.add_input("x", DType::kF32, {2, 3, 3});
-  b.add_output("y", DType::kF32, {2});
+  b.add_input("x", DType::kF32, {1, 2, 4, 4});
+  b.add_initializer("rois", one_roi(3.f, 3.f));
+  b.add_output("y", DType::kF32, {1, 2, 2, 2});
   b.add_node("Relu", {"x"}, {"r"});
-  b.add_node("Det", {"r"}, {"d"});
-  b.add_node("Neg", {"d"}, {"y"});
+  b.add_node("MaxRoiPool", {"r", "rois"}, {"p"}, {attr_ints("pooled_shape", {2, 2})});
+  b.add_node("Neg", {"p"}, {"y"});
   const std::string model = b.serialize();
   {
     Registered reg;
     ASSERT_TRUE(reg.status().is_ok()) << reg.status().to_string();
     auto strict = OrtSession::load_from_bytes(bytes_of(model), with_ember(true));
-    EXPECT_FALSE(strict.is_ok()) << "Det was claimed, or ORT ignored session.disable_cpu_ep_fallback";
+    EXPECT_FALSE(strict.is_ok()) << "MaxRoiPool was claimed, or ORT ignored session.disable_cpu_ep_fallback";
   }
-  Case c{model, {{"x", random_f32({2, 3, 3}, 10)}}, 2};
+  Case c{model, {{"x", random_f32({1, 2, 4, 4}, 10)}}, 2};
   c.other = 1;
   expect_case(c);
 }
 
-// r = Relu(x) feeds Add both directly and through LpNormalization (no Ember
-// kernel): Relu and Add in one group would not be convex (ORT would then drop
-// every claim), so they run as two partitions.
+// r = Relu(x) feeds Add both directly and through MaxRoiPool (no Ember kernel;
+// one 2x2 region pooled to 2x2 keeps r's shape): Relu and Add in one group would
+// not be convex (ORT would then drop every claim), so they run as two partitions.
 TEST(OrtEp, DiamondAroundUnsupportedNodeStaysConvex) {
   ModelBuilder b(17);
-  b.add_input("x", DType::kF32, {3, 5});
-  b.add_output("y", DType::kF32, {3, 5});
+  b.add_input("x", DType::kF32, {1, 3, 2, 2});
+  b.add_initializer("rois", one_roi(1.f, 1.f));
+  b.add_output("y", DType::kF32, {1, 3, 2, 2});
   b.add_node("Relu", {"x"}, {"r"});
-  b.add_node("LpNormalization", {"r"}, {"n"}, {attr_int("axis", -1), attr_int("p", 2)});
+  b.add_node("MaxRoiPool", {"r", "rois"}, {"n"}, {attr_ints("pooled_shape", {2, 2})});
   b.add_node("Add", {"r", "n"}, {"y"});
-  Case c{b.serialize(), {{"x", random_f32({3, 5}, 14)}}, 2};
+  Case c{b.serialize(), {{"x", random_f32({1, 3, 2, 2}, 14)}}, 2};
   c.other = 1;
   expect_case(c);
 }
@@ -611,8 +622,9 @@ TEST(OrtEp, GemmWithInitializerWeightAndBias) {
   expect_case(c);
 }
 
-// Ember has Cast but no float8 type: the two Casts through FLOAT8E4M3FN are
-// declined for their dtype and run on ORT's CPU EP, Relu and Neg on Ember.
+// The plugin passes only fixed-size element types across ORT's boundary: the two
+// Casts through STRING are declined for their dtype and run on ORT's CPU EP,
+// Relu and Neg on Ember.
 TEST(OrtEp, NodeDeclinedForItsDtype) {
   Registered reg;
   ASSERT_TRUE(reg.status().is_ok()) << reg.status().to_string();
@@ -620,12 +632,12 @@ TEST(OrtEp, NodeDeclinedForItsDtype) {
   b.add_input("x", DType::kF32, {9});
   b.add_output("y", DType::kF32, {9});
   b.add_node("Relu", {"x"}, {"r"});
-  b.add_node("Cast", {"r"}, {"f8"}, {attr_int("to", 17)});  // TensorProto.FLOAT8E4M3FN
-  b.add_node("Cast", {"f8"}, {"f"}, {attr_int("to", static_cast<int64_t>(DType::kF32))});
+  b.add_node("Cast", {"r"}, {"s"}, {attr_int("to", static_cast<int64_t>(DType::kString))});
+  b.add_node("Cast", {"s"}, {"f"}, {attr_int("to", static_cast<int64_t>(DType::kF32))});
   b.add_node("Neg", {"f"}, {"y"});
   const std::string model = b.serialize();
   auto strict = OrtSession::load_from_bytes(bytes_of(model), with_ember(true));
-  EXPECT_FALSE(strict.is_ok()) << "a float8 Cast was claimed";
+  EXPECT_FALSE(strict.is_ok()) << "a string Cast was claimed";
   auto plain = OrtSession::load_from_bytes(bytes_of(model));
   auto ember = OrtSession::load_from_bytes(bytes_of(model), with_ember(false));
   ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
@@ -643,6 +655,18 @@ TEST(OrtEp, NodeDeclinedForItsDtype) {
   Status s = bit_equal((*got)[0], (*want)[0]);
   EXPECT_TRUE(s.is_ok()) << s.to_string();
   EXPECT_EQ(executed_nodes(), before + a.ember);
+}
+
+// A float8 round trip (FLOAT8E4M3FN, saturating): every node on Ember, ORT's bits.
+TEST(OrtEp, Float8CastsRunOnEmber) {
+  ModelBuilder b(19);
+  b.add_input("x", DType::kF32, {9});
+  b.add_output("y", DType::kF32, {9});
+  b.add_node("Relu", {"x"}, {"r"});
+  b.add_node("Cast", {"r"}, {"f8"}, {attr_int("to", 17)});  // TensorProto.FLOAT8E4M3FN
+  b.add_node("Cast", {"f8"}, {"f"}, {attr_int("to", static_cast<int64_t>(DType::kF32))});
+  b.add_node("Neg", {"f"}, {"y"});
+  expect_case(Case{b.serialize(), {{"x", random_f32({9}, 22)}}, 4});
 }
 
 // Decoder fixtures of tools/make_decoder_fixtures.py through ORT + Ember with
