@@ -15,7 +15,7 @@ unregisters, and a second register/run/unregister round must work too.
 Two If models follow (ModelBuilder in the C++ suite writes no graph
 attributes): one whose branches read a graph input and an initializer from the
 outer scope, which Ember claims whole (fallback disabled), and one whose
-branches hold a Det, which Ember lacks: the If and the Dets then run on ORT's CPU
+branches hold a MaxRoiPool, which Ember lacks: the If and the MaxRoiPools run on ORT's CPU
 EP, the rest of each branch on Ember, and only the taken branch's Ember nodes
 count. Both take each branch once.
 
@@ -65,7 +65,8 @@ def if_model(branch_ops, out_shape):
 
     initializers = [numpy_helper.from_array(np.array([1, 2, 3, 4], np.float32), "w"),
                     numpy_helper.from_array(np.array(0, np.float32), "zero"),
-                    numpy_helper.from_array(np.array([2, 2], np.int64), "shape")]
+                    numpy_helper.from_array(np.array([1, 1, 2, 2], np.int64), "shape"),
+                    numpy_helper.from_array(np.array([[0, 0, 0, 1, 1]], np.float32), "rois")]
     nodes = [helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
              helper.make_node("Greater", ["s", "zero"], ["c"], name="greater"),
              helper.make_node("If", ["c"], ["y"], name="if", then_branch=branch("then", "Add"),
@@ -84,7 +85,8 @@ def check_if_models(library):
         devices = [d for d in ort.get_ep_devices() if d.ep_name == EP]
         cases = [  # (branch ops, output shape, CPU fallback allowed)
             ([("Relu", [], {}), ("Neg", [], {})], [4], False),
-            ([("Reshape", ["shape"], {}), ("Det", [], {}), ("Relu", [], {})], [], True),
+            ([("Reshape", ["shape"], {}), ("MaxRoiPool", ["rois"], {"pooled_shape": [1, 1]}), ("Relu", [], {})],
+             [1, 1, 1, 1], True),
         ]
         for branch_ops, out_shape, fallback in cases:
             model = if_model(branch_ops, out_shape)
@@ -99,7 +101,7 @@ def check_if_models(library):
                         for n in sg.get_nodes()]
             on_cpu = sorted(n.op_type for sg in ember.get_provider_graph_assignment_info() if sg.ep_name != EP
                             for n in sg.get_nodes())
-            assert on_cpu == ([] if not fallback else ["Det", "Det", "If"]), on_cpu
+            assert on_cpu == ([] if not fallback else ["If", "MaxRoiPool", "MaxRoiPool"]), on_cpu
             for x, taken in (([1, -5, 2, 0.5], "else"), ([3, 1, 2, 1], "then")):
                 x = np.array(x, np.float32)
                 before = executed_nodes(library)
