@@ -133,10 +133,10 @@ def test_errors_name_the_problem(mlp, tmp_path):
     (tmp_path / "garbage.onnx").write_bytes(b"\x08\x07garbage")
     with pytest.raises(ember.EmberError):
         ember.InferenceSession(str(tmp_path / "garbage.onnx"))
-    unsupported = make_model(str(tmp_path / "u.onnx"), [helper.make_node("Bernoulli", ["x"], ["y"])],
-                             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], opset=15)
-    with pytest.raises(NotImplementedError, match="Bernoulli"):
+    unsupported = make_model(str(tmp_path / "u.onnx"), [helper.make_node("Multinomial", ["x"], ["y"], sample_size=2)],
+                             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+                             [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 2])], opset=15)
+    with pytest.raises(NotImplementedError, match="Multinomial"):
         ember.InferenceSession(unsupported)
 
 
