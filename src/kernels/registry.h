@@ -51,8 +51,8 @@ void register_recurrent_ops(OpRegistry& r);        // kernels/recurrent/: RNN, G
 void register_signal_ops(OpRegistry& r);           // kernels/signal/: DFT, STFT, windows, MelWeightMatrix
 void register_string_ops(OpRegistry& r);           // kernels/string/: string tensors, text featurizers
 void register_ml_ops(OpRegistry& r);               // kernels/ml/: the ai.onnx.ml domain
-void register_conv_ops(OpRegistry& r);             // kernels/conv/: ConvTranspose, DeformConv, LpPool, MaxUnpool, LRN, ConvInteger, QLinearConv, RoiAlign
-void register_image_ops(OpRegistry& r);            // kernels/image/: Resize, Upsample, GridSample, AffineGrid, CenterCropPad, Col2Im
+void register_conv_ops(OpRegistry& r);             // kernels/conv/: ConvTranspose, DeformConv, LpPool, GlobalLpPool, MaxUnpool, LRN, ConvInteger, QLinearConv, RoiAlign
+void register_image_ops(OpRegistry& r);            // kernels/image/: Resize, Upsample, GridSample, AffineGrid, CenterCropPad, Col2Im, ImageDecoder
 
 // Builds the kernel for a node, with the node's label on any error.
 Result<std::unique_ptr<OpKernel>> create_kernel(const KernelInit& init);
