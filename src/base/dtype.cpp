@@ -1,5 +1,7 @@
 #include "base/dtype.h"
 
+#include <utility>
+
 namespace ember {
 
 uint16_t Float16::from_float(float f) {
@@ -131,6 +133,38 @@ bool dtype_is_known(int32_t onnx_type) {
     default:
       return false;
   }
+}
+
+std::vector<DType> dtype_set_members(DTypeSet s) {
+  std::vector<DType> members;
+  for (int32_t v = 1; v <= static_cast<int32_t>(DType::kI2); ++v) {
+    if (s.contains(static_cast<DType>(v))) members.push_back(static_cast<DType>(v));
+  }
+  for (DType t : {DType::kSequence, DType::kOptional}) {
+    if (s.contains(t)) members.push_back(t);
+  }
+  return members;
+}
+
+std::string dtype_set_text(DTypeSet s) {
+  static constexpr std::pair<std::string_view, DTypeSet> kNamed[] = {
+      {"standard", kStandardTypes}, {"numeric", kNumericTypes}, {"floats", kFloatTypes},
+      {"ints", kIntTypes},          {"signed-ints", kSignedIntTypes}, {"unsigned-ints", kUnsignedIntTypes},
+      {"narrow", kNarrowTypes},     {"containers", kContainerTypes},
+  };
+  std::string text;
+  auto append = [&text](std::string_view word) {
+    if (!text.empty()) text += ' ';
+    text += word;
+  };
+  for (const auto& [name, set] : kNamed) {
+    if (s.contains(set)) {
+      append(name);
+      s = s - set;
+    }
+  }
+  for (DType t : dtype_set_members(s)) append(dtype_name(t));
+  return text.empty() ? "none" : text;
 }
 
 }  // namespace ember

@@ -4,7 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace ember {
 
@@ -87,6 +90,54 @@ bool dtype_is_signed_int(DType t);
 bool dtype_is_unsigned_int(DType t);
 inline bool dtype_is_int(DType t) { return dtype_is_signed_int(t) || dtype_is_unsigned_int(t); }
 bool dtype_is_known(int32_t onnx_type);  // a type Ember can hold in a Tensor
+
+// A set of element types (and the sequence/optional value kinds): what an op
+// accepts on its inputs. A bitmask, so sets combine at compile time.
+class DTypeSet {
+ public:
+  constexpr DTypeSet() = default;
+  constexpr DTypeSet(std::initializer_list<DType> types) {
+    for (DType t : types) bits_ |= bit(t);
+  }
+  constexpr bool contains(DType t) const { return bit(t) != 0 && (bits_ & bit(t)) != 0; }
+  constexpr bool contains(DTypeSet other) const { return (bits_ & other.bits_) == other.bits_; }
+  constexpr bool empty() const { return bits_ == 0; }
+  constexpr DTypeSet operator|(DTypeSet o) const { return DTypeSet(bits_ | o.bits_); }
+  constexpr DTypeSet operator-(DTypeSet o) const { return DTypeSet(bits_ & ~o.bits_); }
+  constexpr bool operator==(const DTypeSet&) const = default;
+
+ private:
+  constexpr explicit DTypeSet(uint64_t bits) : bits_(bits) {}
+  // ONNX's element types are below 48; the two value kinds take the next bits.
+  static constexpr uint64_t bit(DType t) {
+    const auto v = static_cast<int32_t>(t);
+    if (v > 0 && v < 48) return uint64_t{1} << v;
+    if (t == DType::kSequence) return uint64_t{1} << 48;
+    if (t == DType::kOptional) return uint64_t{1} << 49;
+    return 0;
+  }
+  uint64_t bits_ = 0;
+};
+
+inline constexpr DTypeSet kFloatTypes{DType::kF32, DType::kF16, DType::kBF16, DType::kF64};
+inline constexpr DTypeSet kSignedIntTypes{DType::kI8, DType::kI16, DType::kI32, DType::kI64};
+inline constexpr DTypeSet kUnsignedIntTypes{DType::kU8, DType::kU16, DType::kU32, DType::kU64};
+inline constexpr DTypeSet kIntTypes = kSignedIntTypes | kUnsignedIntTypes;
+inline constexpr DTypeSet kNumericTypes = kFloatTypes | kIntTypes;
+inline constexpr DTypeSet kBoolType{DType::kBool};
+inline constexpr DTypeSet kStringType{DType::kString};
+inline constexpr DTypeSet kNarrowTypes{DType::kF8E4M3FN, DType::kF8E4M3FNUZ, DType::kF8E5M2, DType::kF8E5M2FNUZ,
+                                       DType::kU4,       DType::kI4,         DType::kF4E2M1, DType::kF8E8M0,
+                                       DType::kU2,       DType::kI2};
+inline constexpr DTypeSet kContainerTypes{DType::kSequence, DType::kOptional};
+// What an op accepts unless its entry says otherwise: every numeric type and
+// bool; no strings, no narrow types, no sequences or optionals.
+inline constexpr DTypeSet kStandardTypes = kNumericTypes | kBoolType;
+
+std::vector<DType> dtype_set_members(DTypeSet s);  // in ONNX's numbering
+// The named sets a set contains ("standard", "floats", "ints", "narrow", ...),
+// then its other members by dtype_name: "floats int32".
+std::string dtype_set_text(DTypeSet s);
 
 template <typename T> struct DTypeOf;
 template <> struct DTypeOf<float> { static constexpr DType value = DType::kF32; };
