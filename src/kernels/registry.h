@@ -1,24 +1,42 @@
 #pragma once
-// The one list of ops Ember implements. The session, `ember info`, the
-// conformance report and (later) the plugin EP all read it.
-#include <climits>
+// The one list of ops Ember implements. The session, `ember ops`, the
+// conformance report and the plugin EP's claims all read it.
+#include <span>
 #include <string_view>
 #include <vector>
 
+#include "base/dtype.h"
 #include "kernels/kernel.h"
 
 namespace ember::kernels {
+
+// The newest opset of each domain the table has been reviewed against: ONNX
+// 1.23.2's (tests/conformance/op_table_schema_test.py checks every ai.onnx and
+// ai.onnx.ml entry against its schemas). A node of a newer opset is refused
+// until its ops are reviewed and the number goes up.
+constexpr int newest_opset(std::string_view domain) {
+  if (domain.empty() || domain == "ai.onnx") return 28;
+  if (domain == "ai.onnx.ml") return 5;
+  return 1;  // com.microsoft, ai.onnx.preview, ember: one version each so far
+}
 
 struct OpEntry {
   std::string_view domain;   // "" = default ONNX domain, "com.microsoft", ...
   std::string_view op_type;
   int since_version;         // first opset of `domain` this entry covers
-  int until_version;         // last opset covered (INT_MAX: up to the newest)
+  int until_version;         // last opset covered, at most newest_opset(domain)
   KernelFactory create;
-  // The factory accepts string tensors among its inputs; other ops are refused
-  // at creation when an input is a string (their kernels copy raw bytes).
-  bool strings = false;
+  // The element types the entry accepts on its inputs (the union over them);
+  // create_kernel refuses any other before the factory sees it, and the plugin
+  // EP claims nodes by it.
+  DTypeSet types = kStandardTypes;
 };
+
+// An entry from `since` up to the newest opset of `domain` the table covers.
+constexpr OpEntry up_to_newest(std::string_view domain, std::string_view op_type, int since, KernelFactory create,
+                               DTypeSet types = kStandardTypes) {
+  return {domain, op_type, since, newest_opset(domain), create, types};
+}
 
 class OpRegistry {
  public:
@@ -26,11 +44,9 @@ class OpRegistry {
 
   // The entry implementing `op_type` at `opset` of `domain`, or nullptr.
   const OpEntry* find(std::string_view domain, std::string_view op_type, int opset) const;
-  // True if any opset of the op is implemented (to tell "unsupported op" from "unsupported opset").
-  bool knows(std::string_view domain, std::string_view op_type) const;
   const std::vector<OpEntry>& entries() const { return entries_; }
 
-  void add(OpEntry e) { entries_.push_back(e); }
+  void add(OpEntry e);
 
  private:
   std::vector<OpEntry> entries_;
@@ -53,6 +69,10 @@ void register_string_ops(OpRegistry& r);           // kernels/string/: string te
 void register_ml_ops(OpRegistry& r);               // kernels/ml/: the ai.onnx.ml domain
 void register_conv_ops(OpRegistry& r);             // kernels/conv/: ConvTranspose, DeformConv, LpPool, GlobalLpPool, MaxUnpool, LRN, ConvInteger, QLinearConv, RoiAlign
 void register_image_ops(OpRegistry& r);            // kernels/image/: Resize, Upsample, GridSample, AffineGrid, CenterCropPad, Col2Im, ImageDecoder
+
+// OK when every present input of `node` has a dtype in `entry.types`; else an
+// error naming the node, the input, its dtype and the types the entry takes.
+Status check_input_types(const OpEntry& entry, const ir::Node& node, std::span<const DType> input_dtypes);
 
 // Builds the kernel for a node, with the node's label on any error.
 Result<std::unique_ptr<OpKernel>> create_kernel(const KernelInit& init);

@@ -51,9 +51,10 @@ bool subgraph_node_supported(std::shared_ptr<ir::Graph> g) {
   return runtime::Executor::create(std::move(g), std::move(inputs)).is_ok();
 }
 
-// The node as a one-node graph when Ember's registry builds a kernel for it
-// with its input dtypes (no constants are passed, so nothing is prepacked while
-// deciding), else null.
+// The node as a one-node graph when Ember claims it, else null. The claim is
+// the op table's: an entry covers the node's opset and takes every input's
+// dtype. The kernel is then built with those dtypes to validate the attributes
+// (no constants are passed, so nothing is prepacked while deciding).
 std::shared_ptr<ir::Graph> import_if_supported(const OrtNode* node, const std::map<std::string, int>& opsets) {
   const char* ep = nullptr;
   // An unassigned node reports "" (not NULL, as the header suggests).
@@ -64,13 +65,16 @@ std::shared_ptr<ir::Graph> import_if_supported(const OrtNode* node, const std::m
   g->opsets = opsets;
   GraphImporter importer(*g);
   if (!importer.add_node(node, opsets).is_ok()) return nullptr;
-  if (has_subgraphs(*g)) return subgraph_node_supported(g) ? g : nullptr;
   const ir::Node& n = g->nodes[0];
+  const kernels::OpEntry* entry = kernels::OpRegistry::instance().find(n.domain, n.op_type, n.opset);
+  if (!entry) return nullptr;
+  std::vector<DType> dtypes;
+  for (ir::ValueId id : n.inputs) dtypes.push_back(id == ir::kNoValue ? DType::kUndefined : g->value(id).dtype);
+  if (!kernels::check_input_types(*entry, n, dtypes).is_ok()) return nullptr;
+  if (has_subgraphs(*g)) return subgraph_node_supported(g) ? g : nullptr;
   // onnxruntime-genai hands such a node a window-sized cache that ONNX
   // Runtime's kernel evicts from; Ember's keeps every position.
   if (n.op_type == "GroupQueryAttention" && ir::AttrReader(n).get_int("sliding_window_cache", 0) != 0) return nullptr;
-  std::vector<DType> dtypes;
-  for (ir::ValueId id : n.inputs) dtypes.push_back(id == ir::kNoValue ? DType::kUndefined : g->value(id).dtype);
   std::vector<const Tensor*> constants(dtypes.size(), nullptr);
   kernels::KernelInit init{n, dtypes, constants, nullptr, g.get()};
   return kernels::create_kernel(init).is_ok() ? g : nullptr;

@@ -1,5 +1,3 @@
-#include <climits>
-
 #include "kernels/control/control_ops.h"
 #include "kernels/registry.h"
 
@@ -7,21 +5,23 @@ namespace ember::kernels {
 
 void register_control_ops(OpRegistry& r) {
   using namespace control_ops;
-  r.add({"", "If", 1, INT_MAX, &create_if});
-  r.add({"", "Loop", 1, INT_MAX, &create_loop});
-  r.add({"", "Scan", 8, INT_MAX, &create_scan});
-  r.add({"", "SequenceMap", 17, INT_MAX, &create_sequence_map});
-  r.add({"", "SequenceEmpty", 11, INT_MAX, &create_sequence_empty});
-  r.add({"", "SequenceConstruct", 11, INT_MAX, &create_sequence_construct});
-  r.add({"", "SequenceInsert", 11, INT_MAX, &create_sequence_insert});
-  r.add({"", "SequenceErase", 11, INT_MAX, &create_sequence_erase});
-  r.add({"", "SequenceAt", 11, INT_MAX, &create_sequence_at});
-  r.add({"", "SequenceLength", 11, INT_MAX, &create_sequence_length});
-  r.add({"", "ConcatFromSequence", 11, INT_MAX, &create_concat_from_sequence});
-  r.add({"", "SplitToSequence", 11, INT_MAX, &create_split_to_sequence});
-  r.add({"", "Optional", 15, INT_MAX, &create_optional});
-  r.add({"", "OptionalHasElement", 15, INT_MAX, &create_optional_has_element});
-  r.add({"", "OptionalGetElement", 15, INT_MAX, &create_optional_get_element});
+  // Control flow and the sequence/optional ops carry tensors, sequences and optionals.
+  constexpr DTypeSet kValues = kStandardTypes | kContainerTypes;
+  r.add(up_to_newest("", "If", 1, &create_if, kValues));
+  r.add(up_to_newest("", "Loop", 1, &create_loop, kValues));
+  r.add(up_to_newest("", "Scan", 8, &create_scan, kValues));
+  r.add(up_to_newest("", "SequenceMap", 17, &create_sequence_map, kValues));
+  r.add(up_to_newest("", "SequenceEmpty", 11, &create_sequence_empty, kValues));
+  r.add(up_to_newest("", "SequenceConstruct", 11, &create_sequence_construct, kValues));
+  r.add(up_to_newest("", "SequenceInsert", 11, &create_sequence_insert, kValues));
+  r.add(up_to_newest("", "SequenceErase", 11, &create_sequence_erase, kValues));
+  r.add(up_to_newest("", "SequenceAt", 11, &create_sequence_at, kValues));
+  r.add(up_to_newest("", "SequenceLength", 11, &create_sequence_length, kValues));
+  r.add(up_to_newest("", "ConcatFromSequence", 11, &create_concat_from_sequence, kValues));
+  r.add(up_to_newest("", "SplitToSequence", 11, &create_split_to_sequence, kValues));
+  r.add(up_to_newest("", "Optional", 15, &create_optional, kValues));
+  r.add(up_to_newest("", "OptionalHasElement", 15, &create_optional_has_element, kValues));
+  r.add(up_to_newest("", "OptionalGetElement", 15, &create_optional_get_element, kValues));
 }
 
 }  // namespace ember::kernels

@@ -1,7 +1,6 @@
 // com.microsoft BiasAdd as ONNX Runtime's contrib spec defines it: Y = X + bias
 // + skip, with X and skip [batch, sequence, channels] and bias [channels];
 // float32 or float16 (summed in f32, rounded once).
-#include <climits>
 #include <memory>
 
 #include "kernels/elementwise/elementwise_common.h"
@@ -66,6 +65,8 @@ Result<std::unique_ptr<OpKernel>> create_bias_add(const KernelInit& init) {
 
 }  // namespace
 
-void register_bias_add_ops(OpRegistry& r) { r.add(OpEntry{"com.microsoft", "BiasAdd", 1, INT_MAX, create_bias_add}); }
+void register_bias_add_ops(OpRegistry& r) {
+  r.add(up_to_newest("com.microsoft", "BiasAdd", 1, create_bias_add, {DType::kF32, DType::kF16}));
+}
 
 }  // namespace ember::kernels

@@ -247,16 +247,16 @@ Result<std::unique_ptr<OpKernel>> create_pow(const KernelInit& init) {
 
 void register_binary_ops(OpRegistry& r) {
   using namespace elementwise;
-  add_op(r, "Add", 1, create_binary<AddOp>);
-  add_op(r, "Sub", 1, create_binary<SubOp>);
-  add_op(r, "Mul", 1, create_binary<MulOp>);
-  add_op(r, "Div", 1, create_binary<DivOp>);
-  add_op(r, "Mod", 10, create_binary<ModOp>);
-  add_op(r, "Pow", 1, create_pow);
-  add_op(r, "BitShift", 11, create_binary<BitShiftOp>);
-  add_op(r, "BitwiseAnd", 18, create_binary<BitwiseAndOp>);
-  add_op(r, "BitwiseOr", 18, create_binary<BitwiseOrOp>);
-  add_op(r, "BitwiseXor", 18, create_binary<BitwiseXorOp>);
+  add_op(r, "Add", 1, create_binary<AddOp>, dtype_set(AddOp::kTypes));
+  add_op(r, "Sub", 1, create_binary<SubOp>, dtype_set(SubOp::kTypes));
+  add_op(r, "Mul", 1, create_binary<MulOp>, dtype_set(MulOp::kTypes));
+  add_op(r, "Div", 1, create_binary<DivOp>, dtype_set(DivOp::kTypes));
+  add_op(r, "Mod", 10, create_binary<ModOp>, dtype_set(ModOp::kTypes));
+  add_op(r, "Pow", 1, create_pow, kNumericTypes);
+  add_op(r, "BitShift", 11, create_binary<BitShiftOp>, dtype_set(BitShiftOp::kTypes));
+  add_op(r, "BitwiseAnd", 18, create_binary<BitwiseAndOp>, dtype_set(BitwiseAndOp::kTypes));
+  add_op(r, "BitwiseOr", 18, create_binary<BitwiseOrOp>, dtype_set(BitwiseOrOp::kTypes));
+  add_op(r, "BitwiseXor", 18, create_binary<BitwiseXorOp>, dtype_set(BitwiseXorOp::kTypes));
 }
 
 }  // namespace ember::kernels

@@ -2,7 +2,6 @@
 // types (float8, float4, int4, int2: see cast_narrow.cpp).
 #include <algorithm>
 #include <array>
-#include <climits>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -294,9 +293,10 @@ Result<std::unique_ptr<OpKernel>> create_cast_like_or_string_cast(const KernelIn
 }  // namespace
 
 void register_cast_ops(OpRegistry& r) {
-  r.add({"", "Cast", 1, INT_MAX, create_cast_or_string_cast, /*strings=*/true});
-  r.add({"", "CastLike", 15, INT_MAX, create_cast_like_or_string_cast, /*strings=*/true});
-  add_op(r, "BitCast", 26, elementwise::create_bit_cast);
+  constexpr DTypeSet kCastable = kStandardTypes | kNarrowTypes | kStringType;
+  add_op(r, "Cast", 1, create_cast_or_string_cast, kCastable);
+  add_op(r, "CastLike", 15, create_cast_like_or_string_cast, kCastable);
+  add_op(r, "BitCast", 26, elementwise::create_bit_cast, kStandardTypes | kNarrowTypes);
 }
 
 }  // namespace ember::kernels

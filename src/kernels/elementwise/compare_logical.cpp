@@ -1,6 +1,4 @@
 // Comparisons (bool output) and the logical ops on bool tensors.
-#include <climits>
-
 #include "kernels/elementwise/binary_kernel.h"
 #include "kernels/string/string_ops.h"
 
@@ -35,14 +33,14 @@ Result<std::unique_ptr<OpKernel>> create_equal(const KernelInit& init) {
 
 void register_compare_logical_ops(OpRegistry& r) {
   using namespace elementwise;
-  add_op(r, "And", 1, create_binary<AndOp>);
-  add_op(r, "Or", 1, create_binary<OrOp>);
-  add_op(r, "Xor", 1, create_binary<XorOp>);
-  r.add({"", "Equal", 1, INT_MAX, create_equal, /*strings=*/true});
-  add_op(r, "Less", 1, create_binary<LessOp>);
-  add_op(r, "Greater", 1, create_binary<GreaterOp>);
-  add_op(r, "LessOrEqual", 12, create_binary<LessOrEqualOp>);
-  add_op(r, "GreaterOrEqual", 12, create_binary<GreaterOrEqualOp>);
+  add_op(r, "And", 1, create_binary<AndOp>, dtype_set(AndOp::kTypes));
+  add_op(r, "Or", 1, create_binary<OrOp>, dtype_set(OrOp::kTypes));
+  add_op(r, "Xor", 1, create_binary<XorOp>, dtype_set(XorOp::kTypes));
+  add_op(r, "Equal", 1, create_equal, dtype_set(EqualOp::kTypes) | kStringType);
+  add_op(r, "Less", 1, create_binary<LessOp>, dtype_set(LessOp::kTypes));
+  add_op(r, "Greater", 1, create_binary<GreaterOp>, dtype_set(GreaterOp::kTypes));
+  add_op(r, "LessOrEqual", 12, create_binary<LessOrEqualOp>, dtype_set(LessOrEqualOp::kTypes));
+  add_op(r, "GreaterOrEqual", 12, create_binary<GreaterOrEqualOp>, dtype_set(GreaterOrEqualOp::kTypes));
 }
 
 }  // namespace ember::kernels

@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <cassert>
-#include <climits>
 
 namespace ember::kernels {
 
-void add_op(OpRegistry& r, std::string_view op_type, int since, KernelFactory f) {
-  r.add(OpEntry{"", op_type, since, INT_MAX, f});
+void add_op(OpRegistry& r, std::string_view op_type, int since, KernelFactory f, DTypeSet types) {
+  r.add(up_to_newest("", op_type, since, f, types));
 }
 
 namespace elementwise {

@@ -28,12 +28,26 @@ void register_variadic_ops(OpRegistry& r);
 void register_where_ops(OpRegistry& r);
 void register_cast_ops(OpRegistry& r);
 
-// Adds one entry per op covering opsets [since, INT_MAX).
-void add_op(OpRegistry& r, std::string_view op_type, int since, KernelFactory f);
+// Adds an ai.onnx entry covering opsets since..newest_opset("") that accepts `types`.
+void add_op(OpRegistry& r, std::string_view op_type, int since, KernelFactory f, DTypeSet types = kStandardTypes);
 
 namespace elementwise {
 
 enum class TypeSet { kFloat, kSignedOrFloat, kNumeric, kInt, kUnsigned, kBool, kNumericOrBool };
+
+// The op table's form of a TypeSet: an op functor's kTypes gives its entry's types.
+constexpr DTypeSet dtype_set(TypeSet s) {
+  switch (s) {
+    case TypeSet::kFloat: return kFloatTypes;
+    case TypeSet::kSignedOrFloat: return kFloatTypes | kSignedIntTypes;
+    case TypeSet::kNumeric: return kNumericTypes;
+    case TypeSet::kInt: return kIntTypes;
+    case TypeSet::kUnsigned: return kUnsignedIntTypes;
+    case TypeSet::kBool: return kBoolType;
+    case TypeSet::kNumericOrBool: return kStandardTypes;
+  }
+  return {};
+}
 
 template <typename T>
 struct Tag {

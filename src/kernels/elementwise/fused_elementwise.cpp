@@ -422,7 +422,7 @@ bool is_fusible_elementwise(const ir::Node& node) {
 }
 
 void register_fused_elementwise_ops(OpRegistry& r) {
-  r.add({kEmberDomain, kFusedElementwiseOp, 1, INT_MAX, create_fused_elementwise});
+  r.add(up_to_newest(kEmberDomain, kFusedElementwiseOp, 1, create_fused_elementwise));
 }
 
 }  // namespace ember::kernels

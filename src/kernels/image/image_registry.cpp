@@ -1,5 +1,3 @@
-#include <climits>
-
 #include "kernels/image/image_ops.h"
 #include "kernels/registry.h"
 
@@ -8,13 +6,13 @@ namespace ember::kernels {
 // Each factory reads node.opset for the forms that changed between versions.
 void register_image_ops(OpRegistry& r) {
   using namespace image;
-  r.add({"", "Resize", 10, INT_MAX, create_resize});
+  r.add(up_to_newest("", "Resize", 10, create_resize));
   r.add({"", "Upsample", 7, 9, create_upsample});
-  r.add({"", "GridSample", 16, INT_MAX, create_grid_sample});
-  r.add({"", "AffineGrid", 20, INT_MAX, create_affine_grid});
-  r.add({"", "CenterCropPad", 18, INT_MAX, create_center_crop_pad});
-  r.add({"", "Col2Im", 18, INT_MAX, create_col2im});
-  r.add({"", "ImageDecoder", 20, INT_MAX, create_image_decoder});
+  r.add(up_to_newest("", "GridSample", 16, create_grid_sample, kFloatTypes));
+  r.add(up_to_newest("", "AffineGrid", 20, create_affine_grid, kFloatTypes | DTypeSet{DType::kI64}));
+  r.add(up_to_newest("", "CenterCropPad", 18, create_center_crop_pad));
+  r.add(up_to_newest("", "Col2Im", 18, create_col2im));
+  r.add(up_to_newest("", "ImageDecoder", 20, create_image_decoder, {DType::kU8}));
 }
 
 }  // namespace ember::kernels

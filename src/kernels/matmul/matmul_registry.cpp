@@ -10,16 +10,16 @@ Result<std::unique_ptr<OpKernel>> create_einsum(const KernelInit& init);  // ein
 
 // One entry per op: each factory reads node.opset for the version-dependent forms.
 void register_matmul_ops(OpRegistry& r) {
-  r.add({"", "MatMul", 1, INT_MAX, create_matmul});
-  r.add({"", "Gemm", 1, INT_MAX, create_gemm});
-  r.add({kEmberDomain, kFusedMatMulOp, 1, INT_MAX, create_fused_matmul});
-  r.add({"", "Conv", 1, INT_MAX, create_conv});
-  r.add({"", "MaxPool", 1, INT_MAX, create_max_pool});
-  r.add({"", "AveragePool", 1, INT_MAX, create_average_pool});
-  r.add({"", "GlobalMaxPool", 1, INT_MAX, create_global_max_pool});
-  r.add({"", "GlobalAveragePool", 1, INT_MAX, create_global_average_pool});
-  r.add({"", "Det", 11, INT_MAX, create_det});
-  r.add({"", "Einsum", 12, INT_MAX, create_einsum});
+  r.add(up_to_newest("", "MatMul", 1, create_matmul));
+  r.add(up_to_newest("", "Gemm", 1, create_gemm));
+  r.add(up_to_newest(kEmberDomain, kFusedMatMulOp, 1, create_fused_matmul));
+  r.add(up_to_newest("", "Conv", 1, create_conv));
+  r.add(up_to_newest("", "MaxPool", 1, create_max_pool));
+  r.add(up_to_newest("", "AveragePool", 1, create_average_pool));
+  r.add(up_to_newest("", "GlobalMaxPool", 1, create_global_max_pool));
+  r.add(up_to_newest("", "GlobalAveragePool", 1, create_global_average_pool));
+  r.add(up_to_newest("", "Det", 11, create_det, kFloatTypes));
+  r.add(up_to_newest("", "Einsum", 12, create_einsum));
 }
 
 }  // namespace ember::kernels

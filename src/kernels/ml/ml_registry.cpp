@@ -1,5 +1,3 @@
-#include <climits>
-
 #include "kernels/ml/ml_ops.h"
 #include "kernels/registry.h"
 
@@ -8,10 +6,12 @@ namespace ember::kernels {
 void register_ml_ops(OpRegistry& r) {
   using namespace ml_ops;
   // LabelEncoder-1 (classes_strings) is not implemented: no suite uses it.
-  r.add({"ai.onnx.ml", "LabelEncoder", 2, INT_MAX, create_label_encoder, /*strings=*/true});
-  r.add({"ai.onnx.ml", "TreeEnsemble", 5, INT_MAX, create_tree_ensemble});
-  r.add({"ai.onnx.ml", "Binarizer", 1, INT_MAX, create_binarizer});
-  r.add({"ai.onnx.ml", "ArrayFeatureExtractor", 1, INT_MAX, create_array_feature_extractor, /*strings=*/true});
+  constexpr DTypeSet kFeatures{DType::kF32, DType::kF64, DType::kI64, DType::kI32};
+  r.add(up_to_newest("ai.onnx.ml", "LabelEncoder", 2, create_label_encoder, kStandardTypes | kStringType));
+  r.add(up_to_newest("ai.onnx.ml", "TreeEnsemble", 5, create_tree_ensemble, {DType::kF32, DType::kF64, DType::kF16}));
+  r.add(up_to_newest("ai.onnx.ml", "Binarizer", 1, create_binarizer, kFeatures));
+  r.add(up_to_newest("ai.onnx.ml", "ArrayFeatureExtractor", 1, create_array_feature_extractor,
+                     kFeatures | kStringType));
 }
 
 }  // namespace ember::kernels

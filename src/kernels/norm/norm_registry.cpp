@@ -20,17 +20,19 @@ Status check_float_inputs(const KernelInit& init, size_t required, bool same_dty
 
 // One entry per op: each factory reads node.opset for the version-dependent forms.
 void register_norm_ops(OpRegistry& r) {
+  // check_float_inputs reads every input: the family takes float types only.
   // ORT registers its contrib LayerNormalization and SimplifiedLayerNormalization
   // in the ONNX domain from opset 1, so exports older than opset 17 run.
-  r.add({"", "LayerNormalization", 1, INT_MAX, create_row_normalization});
-  r.add({"", "SimplifiedLayerNormalization", 1, INT_MAX, create_row_normalization});
-  r.add({"", "RMSNormalization", 23, INT_MAX, create_row_normalization});
-  r.add({"com.microsoft", "SkipLayerNormalization", 1, INT_MAX, create_row_normalization});
-  r.add({"com.microsoft", "SkipSimplifiedLayerNormalization", 1, INT_MAX, create_row_normalization});
-  r.add({"", "BatchNormalization", 1, INT_MAX, create_batch_normalization});
-  r.add({"", "InstanceNormalization", 1, INT_MAX, create_instance_normalization});
-  r.add({"", "GroupNormalization", 18, INT_MAX, create_group_normalization});
-  r.add({"", "LpNormalization", 1, INT_MAX, create_lp_normalization});
+  r.add(up_to_newest("", "LayerNormalization", 1, create_row_normalization, kFloatTypes));
+  r.add(up_to_newest("", "SimplifiedLayerNormalization", 1, create_row_normalization, kFloatTypes));
+  r.add(up_to_newest("", "RMSNormalization", 23, create_row_normalization, kFloatTypes));
+  r.add(up_to_newest("com.microsoft", "SkipLayerNormalization", 1, create_row_normalization, kFloatTypes));
+  r.add(up_to_newest("com.microsoft", "SkipSimplifiedLayerNormalization", 1, create_row_normalization,
+                     kFloatTypes));
+  r.add(up_to_newest("", "BatchNormalization", 1, create_batch_normalization, kFloatTypes));
+  r.add(up_to_newest("", "InstanceNormalization", 1, create_instance_normalization, kFloatTypes));
+  r.add(up_to_newest("", "GroupNormalization", 18, create_group_normalization, kFloatTypes));
+  r.add(up_to_newest("", "LpNormalization", 1, create_lp_normalization, kFloatTypes));
 }
 
 }  // namespace ember::kernels

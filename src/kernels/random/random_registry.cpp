@@ -1,7 +1,6 @@
 // Ops that draw random numbers: RandomUniform(Like), RandomNormal(Like),
 // Bernoulli and Dropout (which draws its mask in training mode), and the seed
 // reading they share.
-#include <climits>
 #include <cmath>
 
 #include "kernels/random/random_ops.h"
@@ -26,12 +25,12 @@ Result<std::optional<uint32_t>> read_seed(const ir::Node& node, bool is_float) {
 
 void register_random_ops(OpRegistry& r) {
   using namespace random_ops;
-  r.add({"", "RandomUniformLike", 1, INT_MAX, create_random_uniform_like});
-  r.add({"", "RandomNormalLike", 1, INT_MAX, create_random_normal_like});
-  r.add({"", "RandomUniform", 1, INT_MAX, create_random_uniform});
-  r.add({"", "RandomNormal", 1, INT_MAX, create_random_normal});
-  r.add({"", "Bernoulli", 15, INT_MAX, create_bernoulli});
-  r.add({"", "Dropout", 1, INT_MAX, create_dropout});
+  r.add(up_to_newest("", "RandomUniformLike", 1, create_random_uniform_like));
+  r.add(up_to_newest("", "RandomNormalLike", 1, create_random_normal_like));
+  r.add(up_to_newest("", "RandomUniform", 1, create_random_uniform));
+  r.add(up_to_newest("", "RandomNormal", 1, create_random_normal));
+  r.add(up_to_newest("", "Bernoulli", 15, create_bernoulli, kFloatTypes));
+  r.add(up_to_newest("", "Dropout", 1, create_dropout, kFloatTypes | kBoolType));
 }
 
 }  // namespace ember::kernels

@@ -1,5 +1,3 @@
-#include <climits>
-
 #include "kernels/reduce/reduce_ops.h"
 #include "kernels/registry.h"
 
@@ -10,12 +8,12 @@ namespace ember::kernels {
 void register_reduce_ops(OpRegistry& r) {
   for (std::string_view op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                               "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
-    r.add({"", op, 1, INT_MAX, create_reduce});
+    r.add(up_to_newest("", op, 1, create_reduce));
   }
-  for (std::string_view op : {"Softmax", "LogSoftmax", "Hardmax"}) r.add({"", op, 1, INT_MAX, create_softmax});
-  r.add({"", "MeanVarianceNormalization", 9, INT_MAX, create_mean_variance_normalization});
-  r.add({"", "NegativeLogLikelihoodLoss", 12, INT_MAX, create_loss});
-  r.add({"", "SoftmaxCrossEntropyLoss", 12, INT_MAX, create_loss});
+  for (std::string_view op : {"Softmax", "LogSoftmax", "Hardmax"}) r.add(up_to_newest("", op, 1, create_softmax));
+  r.add(up_to_newest("", "MeanVarianceNormalization", 9, create_mean_variance_normalization));
+  r.add(up_to_newest("", "NegativeLogLikelihoodLoss", 12, create_loss));
+  r.add(up_to_newest("", "SoftmaxCrossEntropyLoss", 12, create_loss));
 }
 
 }  // namespace ember::kernels

@@ -5,12 +5,12 @@ namespace ember::kernels {
 
 // DFT reads node.opset: opset 20 takes the axis as an input.
 void register_signal_ops(OpRegistry& r) {
-  r.add({"", "DFT", 17, INT_MAX, create_dft});
-  r.add({"", "STFT", 17, INT_MAX, create_stft});
-  r.add({"", "HannWindow", 17, INT_MAX, create_window});
-  r.add({"", "HammingWindow", 17, INT_MAX, create_window});
-  r.add({"", "BlackmanWindow", 17, INT_MAX, create_window});
-  r.add({"", "MelWeightMatrix", 17, INT_MAX, create_mel_weight_matrix});
+  r.add(up_to_newest("", "DFT", 17, create_dft, kFloatTypes | kIntTypes));
+  r.add(up_to_newest("", "STFT", 17, create_stft, kFloatTypes | kIntTypes));
+  r.add(up_to_newest("", "HannWindow", 17, create_window, kIntTypes));
+  r.add(up_to_newest("", "HammingWindow", 17, create_window, kIntTypes));
+  r.add(up_to_newest("", "BlackmanWindow", 17, create_window, kIntTypes));
+  r.add(up_to_newest("", "MelWeightMatrix", 17, create_mel_weight_matrix, kFloatTypes | kIntTypes));
 }
 
 }  // namespace ember::kernels

@@ -1,5 +1,3 @@
-#include <climits>
-
 #include "kernels/registry.h"
 #include "kernels/string/string_ops.h"
 
@@ -9,11 +7,12 @@ namespace ember::kernels {
 // and hands string tensors to this family.
 void register_string_ops(OpRegistry& r) {
   using namespace string_ops;
-  r.add({"", "StringConcat", 20, INT_MAX, create_string_concat, /*strings=*/true});
-  r.add({"", "StringSplit", 20, INT_MAX, create_string_split, /*strings=*/true});
-  r.add({"", "RegexFullMatch", 20, INT_MAX, create_regex_full_match, /*strings=*/true});
-  r.add({"", "StringNormalizer", 10, INT_MAX, create_string_normalizer, /*strings=*/true});
-  r.add({"", "TfIdfVectorizer", 9, INT_MAX, create_tfidf_vectorizer, /*strings=*/true});
+  r.add(up_to_newest("", "StringConcat", 20, create_string_concat, kStringType));
+  r.add(up_to_newest("", "StringSplit", 20, create_string_split, kStringType));
+  r.add(up_to_newest("", "RegexFullMatch", 20, create_regex_full_match, kStringType));
+  r.add(up_to_newest("", "StringNormalizer", 10, create_string_normalizer, kStringType));
+  r.add(up_to_newest("", "TfIdfVectorizer", 9, create_tfidf_vectorizer,
+                     kStringType | DTypeSet{DType::kI32, DType::kI64}));
 }
 
 }  // namespace ember::kernels

@@ -1,7 +1,5 @@
 // The indexing ops (gather/scatter family, selections, OneHot, CumSum, CumProd, Unique)
 // and the helpers their factories share.
-#include <climits>
-
 #include "kernels/registry.h"
 #include "kernels/tensor/gather_scatter_common.h"
 
@@ -34,24 +32,25 @@ Status index_out_of_range(std::string_view op, int64_t index, int64_t axis, int6
 
 void register_gather_scatter_ops(OpRegistry& r) {
   using namespace gather_scatter;
-  r.add({"", "Gather", 1, INT_MAX, create_gather});
-  r.add({"", "GatherElements", 11, INT_MAX, create_gather_elements});
-  r.add({"", "GatherND", 11, INT_MAX, create_gather_nd});
-  r.add({"", "ScatterND", 11, INT_MAX, create_scatter_nd});
-  r.add({"", "ScatterElements", 11, INT_MAX, create_scatter_elements});
+  // Gather copies the narrow types' whole bytes (refusing the packed 4-bit and 2-bit types itself).
+  r.add(up_to_newest("", "Gather", 1, create_gather, kStandardTypes | kNarrowTypes));
+  r.add(up_to_newest("", "GatherElements", 11, create_gather_elements));
+  r.add(up_to_newest("", "GatherND", 11, create_gather_nd));
+  r.add(up_to_newest("", "ScatterND", 11, create_scatter_nd));
+  r.add(up_to_newest("", "ScatterElements", 11, create_scatter_elements));
   // Scatter was deprecated in opset 11 in favour of ScatterElements; models that
   // still import it at a later opset get the same semantics.
-  r.add({"", "Scatter", 9, INT_MAX, create_scatter_elements});
-  r.add({"", "OneHot", 9, INT_MAX, create_one_hot});
-  r.add({"", "NonZero", 9, INT_MAX, create_non_zero});
-  r.add({"", "Compress", 9, INT_MAX, create_compress});
-  r.add({"", "CumSum", 11, INT_MAX, create_cum_sum});
-  r.add({"", "CumProd", 26, INT_MAX, create_cum_prod});
-  r.add({"", "TopK", 1, INT_MAX, create_top_k});
-  r.add({"", "ArgMax", 1, INT_MAX, create_arg_max});
-  r.add({"", "ArgMin", 1, INT_MAX, create_arg_min});
-  r.add({"", "Unique", 11, INT_MAX, create_unique});
-  r.add({"", "NonMaxSuppression", 10, INT_MAX, create_non_max_suppression});
+  r.add(up_to_newest("", "Scatter", 9, create_scatter_elements));
+  r.add(up_to_newest("", "OneHot", 9, create_one_hot));
+  r.add(up_to_newest("", "NonZero", 9, create_non_zero));
+  r.add(up_to_newest("", "Compress", 9, create_compress));
+  r.add(up_to_newest("", "CumSum", 11, create_cum_sum));
+  r.add(up_to_newest("", "CumProd", 26, create_cum_prod));
+  r.add(up_to_newest("", "TopK", 1, create_top_k));
+  r.add(up_to_newest("", "ArgMax", 1, create_arg_max));
+  r.add(up_to_newest("", "ArgMin", 1, create_arg_min));
+  r.add(up_to_newest("", "Unique", 11, create_unique));
+  r.add(up_to_newest("", "NonMaxSuppression", 10, create_non_max_suppression));
 }
 
 }  // namespace ember::kernels

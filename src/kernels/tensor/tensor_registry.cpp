@@ -1,5 +1,3 @@
-#include <climits>
-
 #include "kernels/registry.h"
 #include "kernels/tensor/tensor_ops.h"
 
@@ -9,27 +7,31 @@ namespace ember::kernels {
 // (attribute vs input), so one entry spans an op's whole history.
 void register_tensor_ops(OpRegistry& r) {
   using namespace tensor_ops;
-  r.add({"", "Shape", 1, INT_MAX, create_shape});
-  r.add({"", "Size", 1, INT_MAX, create_size});
-  r.add({"", "Reshape", 1, INT_MAX, create_reshape});
-  r.add({"", "Flatten", 1, INT_MAX, create_flatten});
-  r.add({"", "Squeeze", 1, INT_MAX, create_squeeze});
-  r.add({"", "Unsqueeze", 1, INT_MAX, create_unsqueeze});
-  r.add({"", "Identity", 1, INT_MAX, create_identity});
-  r.add({"", "Transpose", 1, INT_MAX, create_transpose});
-  r.add({"", "Concat", 1, INT_MAX, create_concat});
-  r.add({"", "Split", 1, INT_MAX, create_split});
-  r.add({"", "Slice", 1, INT_MAX, create_slice});
-  r.add({"", "Expand", 8, INT_MAX, create_expand});
-  r.add({"", "Tile", 1, INT_MAX, create_tile});
-  r.add({"", "Pad", 1, INT_MAX, create_pad});
-  r.add({"", "Range", 11, INT_MAX, create_range});
-  r.add({"", "ConstantOfShape", 9, INT_MAX, create_constant_of_shape});
-  r.add({"", "EyeLike", 9, INT_MAX, create_eye_like});
-  r.add({"", "Trilu", 14, INT_MAX, create_trilu});
-  r.add({"", "DepthToSpace", 1, INT_MAX, create_depth_to_space});
-  r.add({"", "SpaceToDepth", 1, INT_MAX, create_space_to_depth});
-  r.add({"", "ReverseSequence", 10, INT_MAX, create_reverse_sequence});
+  // Data movement copies the narrow types' whole bytes (the kernels refuse the
+  // packed 4-bit and 2-bit types themselves).
+  constexpr DTypeSet kWholeBytes = kStandardTypes | kNarrowTypes;
+  r.add(up_to_newest("", "Shape", 1, create_shape, kWholeBytes));
+  r.add(up_to_newest("", "Size", 1, create_size, kWholeBytes));
+  r.add(up_to_newest("", "Reshape", 1, create_reshape, kWholeBytes));
+  r.add(up_to_newest("", "Flatten", 1, create_flatten, kWholeBytes));
+  r.add(up_to_newest("", "Squeeze", 1, create_squeeze, kWholeBytes));
+  r.add(up_to_newest("", "Unsqueeze", 1, create_unsqueeze, kWholeBytes));
+  // Identity passes sequences and optionals (opsets 14 and 16) through as well.
+  r.add(up_to_newest("", "Identity", 1, create_identity, kWholeBytes | kContainerTypes));
+  r.add(up_to_newest("", "Transpose", 1, create_transpose, kWholeBytes));
+  r.add(up_to_newest("", "Concat", 1, create_concat, kWholeBytes));
+  r.add(up_to_newest("", "Split", 1, create_split, kWholeBytes));
+  r.add(up_to_newest("", "Slice", 1, create_slice, kWholeBytes));
+  r.add(up_to_newest("", "Expand", 8, create_expand, kWholeBytes));
+  r.add(up_to_newest("", "Tile", 1, create_tile, kWholeBytes));
+  r.add(up_to_newest("", "Pad", 1, create_pad));
+  r.add(up_to_newest("", "Range", 11, create_range));
+  r.add(up_to_newest("", "ConstantOfShape", 9, create_constant_of_shape));
+  r.add(up_to_newest("", "EyeLike", 9, create_eye_like));
+  r.add(up_to_newest("", "Trilu", 14, create_trilu));
+  r.add(up_to_newest("", "DepthToSpace", 1, create_depth_to_space));
+  r.add(up_to_newest("", "SpaceToDepth", 1, create_space_to_depth));
+  r.add(up_to_newest("", "ReverseSequence", 10, create_reverse_sequence));
 }
 
 }  // namespace ember::kernels
