@@ -827,7 +827,6 @@ void add_nn_rules(RuleTable& rules) {
   rules["NegativeLogLikelihoodLoss"] = loss;
   rules["SoftmaxCrossEntropyLoss"] = loss;
   rules["Unique"] = unique;
-  rules["Swish"] = same_as_input;
   rules["Einsum"] = einsum;
   rules["Det"] = det;
   rules["NonMaxSuppression"] = non_max_suppression;
@@ -846,7 +845,7 @@ void add_nn_rules(RuleTable& rules) {
   rules["com.microsoft.GatherBlockQuantized"] = gather_block_quantized;
   rules["com.microsoft.SkipLayerNormalization"] = layer_norm;
   rules["com.microsoft.SkipSimplifiedLayerNormalization"] = layer_norm;
-  for (const char* op : {"FastGelu", "BiasGelu", "Gelu", "QuickGelu", "RotaryEmbedding", "BiasAdd"}) {
+  for (const char* op : {"FastGelu", "BiasGelu", "RotaryEmbedding", "BiasAdd"}) {
     rules[std::string("com.microsoft.") + op] = same_as_input;
   }
 }

@@ -716,10 +716,8 @@ Status constant(OpContext& ctx) {
 
 void add_tensor_rules(RuleTable& rules) {
   for (const char* op :
-       {"Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Celu", "Clip", "Cos", "Cosh", "Elu", "Erf",
-        "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Hardmax", "LeakyRelu", "Log", "LogSoftmax", "Mish",
-        "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Softmax", "Softplus",
-        "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu", "BitwiseNot", "Trilu", "CumSum", "ReverseSequence",
+       {"Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Clip", "Cosh", "Hardmax", "LogSoftmax", "Shrink", "Sign",
+        "Sinh", "Softmax", "Tan", "BitwiseNot", "Trilu", "CumSum", "ReverseSequence",
         "ScatterND", "ScatterElements", "PRelu", "Scatter", "LpNormalization", "MeanVarianceNormalization", "LRN",
         "CumProd"}) {
     rules[op] = same_as_input;
@@ -766,6 +764,11 @@ void add_tensor_rules(RuleTable& rules) {
   rules["Transpose"] = transpose;
   rules["Pad"] = pad;
   rules["Constant"] = constant;
+  // The rows of the unary op table keep input 0's shape and dtype; an op with
+  // a rule of its own above (Neg's shape-tensor arithmetic) keeps that rule.
+#define EMBER_UNARY_OP(domain, op_type, ...) \
+  rules.emplace(std::string_view(domain).empty() ? op_type : domain "." op_type, same_as_input);
+#include "ops/unary_ops.def"
 }
 
 }  // namespace ember::ir::shape_inference_detail

@@ -2,6 +2,8 @@
 // unaligned pointers, in place, NaN/Inf/+-0/denormals), and the table-backed
 // op objects: f16/bf16 against the f32 result rounded, 1 vs 2 threads, and the
 // com.microsoft Gelu family against values computed in float64 with Python's math.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,18 +21,13 @@ namespace {
 
 constexpr int kNumKinds = static_cast<int>(UnaryKind::kCount);
 
+// The parameters the op table (src/ops/unary_ops.def) gives each kind's tests.
 UnaryParams params_for(UnaryKind k) {
-  switch (k) {
-    case UnaryKind::kLeakyRelu: return {0.01f};
-    case UnaryKind::kElu: return {1.0f};
-    case UnaryKind::kSelu: return {1.6732632f, 0.0f, 1.0507010f};
-    case UnaryKind::kCelu: return {0.5f};
-    case UnaryKind::kHardSigmoid: return {0.2f, 0.5f};
-    case UnaryKind::kThresholdedRelu: return {1.0f};
-    case UnaryKind::kQuickGelu: return {1.702f};
-    case UnaryKind::kClip: return {-1.5f, 2.0f};
-    default: return {};
-  }
+  static constexpr UnaryParams kParams[] = {
+#define EMBER_UNARY_KIND(Kind, cost, alpha, beta, gamma, ...) {alpha, beta, gamma},
+#include "ops/unary_ops.def"
+  };
+  return kParams[static_cast<int>(k)];
 }
 
 // Results whose size falls below `floor` are compared absolutely (cancellation

@@ -1,4 +1,5 @@
-// Activation functions (Relu family, Softplus, Mish, ...), Clip and PRelu.
+// Shrink, Clip and PRelu (the Relu family and the other one-input activations
+// are rows of the unary op table, src/ops/unary_ops.def).
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -9,74 +10,6 @@ namespace ember::kernels {
 namespace elementwise {
 namespace {
 
-// Clamps to [0, 1], letting NaN through.
-template <typename C>
-C clamp01(C v) {
-  return v < C(0) ? C(0) : (v > C(1) ? C(1) : v);
-}
-
-template <typename C>
-C softplus(C x) {
-  // log(1 + e^x) without overflow for large x.
-  return x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-}
-
-struct ReluOp {
-  static constexpr TypeSet kTypes = TypeSet::kSignedOrFloat;
-  template <typename C> C operator()(C x) const { return x < C(0) ? C(0) : x; }
-};
-struct LeakyReluOp {
-  static constexpr TypeSet kTypes = TypeSet::kFloat;
-  float alpha;
-  explicit LeakyReluOp(ir::AttrReader& a) : alpha(a.get_float("alpha", 0.01f)) {}
-  template <typename C> C operator()(C x) const { return x < C(0) ? C(alpha) * x : x; }
-};
-struct EluOp {
-  static constexpr TypeSet kTypes = TypeSet::kFloat;
-  float alpha;
-  explicit EluOp(ir::AttrReader& a) : alpha(a.get_float("alpha", 1.0f)) {}
-  template <typename C> C operator()(C x) const { return x < C(0) ? C(alpha) * std::expm1(x) : x; }
-};
-struct SeluOp {
-  static constexpr TypeSet kTypes = TypeSet::kFloat;
-  float alpha;
-  float gamma;
-  explicit SeluOp(ir::AttrReader& a)
-      : alpha(a.get_float("alpha", 1.67326319217681884765625f)),
-        gamma(a.get_float("gamma", 1.05070102214813232421875f)) {}
-  template <typename C> C operator()(C x) const {
-    return x > C(0) ? C(gamma) * x : C(gamma) * C(alpha) * std::expm1(x);
-  }
-};
-struct CeluOp {
-  static constexpr TypeSet kTypes = TypeSet::kFloat;
-  float alpha;
-  explicit CeluOp(ir::AttrReader& a) : alpha(a.get_float("alpha", 1.0f)) {}
-  template <typename C> C operator()(C x) const {
-    return x > C(0) ? x : C(alpha) * std::expm1(x / C(alpha));
-  }
-};
-struct HardSigmoidOp {
-  static constexpr TypeSet kTypes = TypeSet::kFloat;
-  float alpha;
-  float beta;
-  explicit HardSigmoidOp(ir::AttrReader& a) : alpha(a.get_float("alpha", 0.2f)), beta(a.get_float("beta", 0.5f)) {}
-  template <typename C> C operator()(C x) const {
-    return clamp01(C(alpha) * x + C(beta));
-  }
-};
-struct HardSwishOp {
-  static constexpr TypeSet kTypes = TypeSet::kFloat;
-  template <typename C> C operator()(C x) const {
-    return x * clamp01(x / C(6) + C(0.5));
-  }
-};
-struct ThresholdedReluOp {
-  static constexpr TypeSet kTypes = TypeSet::kFloat;
-  float alpha;
-  explicit ThresholdedReluOp(ir::AttrReader& a) : alpha(a.get_float("alpha", 1.0f)) {}
-  template <typename C> C operator()(C x) const { return x > C(alpha) ? x : C(0); }
-};
 // Shrink on integer inputs shifts in double and then truncates, as the spec's
 // reference does (x - bias, then astype): a bias of 0.5 must not become 0.
 struct ShrinkOp {
@@ -93,19 +26,6 @@ struct ShrinkOp {
     }
   }
 };
-struct SoftplusOp {
-  static constexpr TypeSet kTypes = TypeSet::kFloat;
-  template <typename C> C operator()(C x) const { return softplus(x); }
-};
-struct SoftsignOp {
-  static constexpr TypeSet kTypes = TypeSet::kFloat;
-  template <typename C> C operator()(C x) const { return x / (C(1) + std::fabs(x)); }
-};
-struct MishOp {
-  static constexpr TypeSet kTypes = TypeSet::kFloat;
-  template <typename C> C operator()(C x) const { return x * std::tanh(softplus(x)); }
-};
-
 // Clip: bounds are attributes before opset 11 and optional scalar inputs from 11.
 class ClipKernel final : public OpKernel {
  public:
@@ -245,18 +165,7 @@ void register_gelu_ops(OpRegistry& r);  // gelu.cpp
 void register_activation_ops(OpRegistry& r) {
   using namespace elementwise;
   register_gelu_ops(r);
-  add_op(r, "Relu", 1, create_unary_table<ReluOp>);
-  add_op(r, "LeakyRelu", 1, create_unary_table<LeakyReluOp>);
-  add_op(r, "Elu", 1, create_unary_table<EluOp>);
-  add_op(r, "Selu", 1, create_unary_table<SeluOp>);
-  add_op(r, "Celu", 12, create_unary_table<CeluOp>);
-  add_op(r, "HardSigmoid", 1, create_unary_table<HardSigmoidOp>);
-  add_op(r, "HardSwish", 14, create_unary_table<HardSwishOp>);
-  add_op(r, "ThresholdedRelu", 10, create_unary_table<ThresholdedReluOp>);
-  add_op(r, "Shrink", 9, create_unary<ShrinkOp>);
-  add_op(r, "Softplus", 1, create_unary_table<SoftplusOp>);
-  add_op(r, "Softsign", 1, create_unary_table<SoftsignOp>);
-  add_op(r, "Mish", 18, create_unary_table<MishOp>);
+  add_op(r, "Shrink", 9, create_unary<ShrinkOp>, dtype_set(ShrinkOp::kTypes));
   add_op(r, "Clip", 1, create_clip);
   add_op(r, "PRelu", 1, create_prelu);
 }

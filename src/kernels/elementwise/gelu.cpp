@@ -1,6 +1,6 @@
-// Gelu family: ONNX Gelu (opset 20) and Swish (opset 24), and the com.microsoft
-// contrib ops Gelu, FastGelu, QuickGelu and BiasGelu, as ONNX Runtime defines them.
-#include <climits>
+// The com.microsoft contrib ops FastGelu and BiasGelu, as ONNX Runtime defines
+// them: a Gelu kind of the unary op table applied to x + bias. (ONNX Gelu and
+// Swish, com.microsoft Gelu and QuickGelu are rows of src/ops/unary_ops.def.)
 #include <cmath>
 
 #include "kernels/elementwise/unary_kernel.h"
@@ -8,28 +8,6 @@
 namespace ember::kernels {
 namespace elementwise {
 namespace {
-
-// Reference functors for the dtypes the table does not cover (f64).
-struct GeluOp {
-  static constexpr TypeSet kTypes = TypeSet::kFloat;
-  bool tanh_form;
-  explicit GeluOp(ir::AttrReader& a) : tanh_form(a.get_string("approximate", "none") == "tanh") {}
-  template <typename C> C operator()(C x) const {
-    if (tanh_form) return C(0.5) * x * (C(1) + std::tanh(C(0.7978845608028654) * (x + C(0.044715) * x * x * x)));
-    return C(0.5) * x * (C(1) + std::erf(x * C(0.7071067811865476)));
-  }
-};
-
-// x sigmoid(alpha x), split at 0 so exp never overflows.
-struct SwishOp {
-  static constexpr TypeSet kTypes = TypeSet::kFloat;
-  float alpha;
-  explicit SwishOp(ir::AttrReader& a) : alpha(a.get_float("alpha", 1.0f)) {}
-  template <typename C> C operator()(C x) const {
-    const C u = C(alpha) * x;
-    return u >= C(0) ? x / (C(1) + std::exp(-u)) : x * std::exp(u) / (C(1) + std::exp(u));
-  }
-};
 
 // y = f(x + bias), bias a 1-D tensor as long as x's last axis (FastGelu's
 // optional bias, BiasGelu's bias). f32/f16/bf16 only, as in ONNX Runtime.
@@ -123,13 +101,6 @@ Result<std::unique_ptr<OpKernel>> create_bias_unary(const KernelInit& init, Unar
   return std::unique_ptr<OpKernel>(std::make_unique<BiasUnaryKernel>(kind, dtype));
 }
 
-Result<std::unique_ptr<OpKernel>> create_contrib_unary(const KernelInit& init) {
-  EMBER_RETURN_IF_ERROR(check_input_count(init, 1, 1));
-  EMBER_RETURN_IF_ERROR(check_half_or_f32(init.input_dtypes[0], 0, init.node.op_type));
-  EMBER_ASSIGN_OR_RETURN(std::optional<UnarySpec> spec, unary_spec(init.node));
-  return std::unique_ptr<OpKernel>(std::make_unique<UnaryTableKernel>(*spec, init.input_dtypes[0]));
-}
-
 Result<std::unique_ptr<OpKernel>> create_fast_gelu(const KernelInit& init) {
   return create_bias_unary(init, UnaryKind::kGeluTanh, true);
 }
@@ -141,13 +112,10 @@ Result<std::unique_ptr<OpKernel>> create_bias_gelu(const KernelInit& init) {
 }  // namespace elementwise
 
 void register_gelu_ops(OpRegistry& r) {
+  constexpr DTypeSet kHalfOrF32{DType::kF32, DType::kF16, DType::kBF16};
   using namespace elementwise;
-  add_op(r, "Gelu", 20, create_unary_table<GeluOp>);
-  add_op(r, "Swish", 24, create_unary_table<SwishOp>);
-  r.add(OpEntry{"com.microsoft", "Gelu", 1, INT_MAX, create_contrib_unary});
-  r.add(OpEntry{"com.microsoft", "QuickGelu", 1, INT_MAX, create_contrib_unary});
-  r.add(OpEntry{"com.microsoft", "FastGelu", 1, INT_MAX, create_fast_gelu});
-  r.add(OpEntry{"com.microsoft", "BiasGelu", 1, INT_MAX, create_bias_gelu});
+  r.add(up_to_newest("com.microsoft", "FastGelu", 1, create_fast_gelu, kHalfOrF32));
+  r.add(up_to_newest("com.microsoft", "BiasGelu", 1, create_bias_gelu, kHalfOrF32));
 }
 
 }  // namespace ember::kernels

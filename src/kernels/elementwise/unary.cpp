@@ -12,25 +12,16 @@ namespace elementwise {
 // 0.74 us; Sigmoid 8 Ki 2.46 -> 1.77 us, 4 Ki 1.29 -> 1.33 us. Cheap ops
 // stay on one thread up to 8 Ki elements, transcendental ones up to 4 Ki.
 int64_t unary_grain(UnaryKind kind) {
+  enum Cost { kCheap, kTranscendental };
   switch (kind) {
-    case UnaryKind::kRelu:
-    case UnaryKind::kLeakyRelu:
-    case UnaryKind::kHardSigmoid:
-    case UnaryKind::kHardSwish:
-    case UnaryKind::kThresholdedRelu:
-    case UnaryKind::kNeg:
-    case UnaryKind::kAbs:
-    case UnaryKind::kClip:
-    case UnaryKind::kFloor:
-    case UnaryKind::kCeil:
-    case UnaryKind::kRound:
-    case UnaryKind::kSqrt:
-    case UnaryKind::kReciprocal:
-    case UnaryKind::kSoftsign:
-      return 8192;
-    default:
-      return 4096;
+#define EMBER_UNARY_KIND(Kind, cost, ...) \
+  case UnaryKind::k##Kind:                \
+    return cost == kCheap ? 8192 : 4096;
+#include "ops/unary_ops.def"
+    case UnaryKind::kCount:
+      break;
   }
+  return 4096;
 }
 
 Status UnaryTableKernel::run(KernelContext& ctx) const {
@@ -62,32 +53,6 @@ Status UnaryTableKernel::run(KernelContext& ctx) const {
 
 namespace {
 
-// Negation that wraps for the most negative integer instead of overflowing.
-template <typename C>
-C negate(C x) {
-  if constexpr (std::is_floating_point_v<C>) {
-    return -x;
-  } else {
-    return static_cast<C>(0u - static_cast<std::make_unsigned_t<C>>(x));
-  }
-}
-
-struct AbsOp {
-  static constexpr TypeSet kTypes = TypeSet::kNumeric;
-  template <typename C> C operator()(C x) const {
-    if constexpr (std::is_floating_point_v<C>) {
-      return std::fabs(x);
-    } else if constexpr (std::is_unsigned_v<C>) {
-      return x;
-    } else {
-      return x < 0 ? negate(x) : x;
-    }
-  }
-};
-struct NegOp {
-  static constexpr TypeSet kTypes = TypeSet::kSignedOrFloat;
-  template <typename C> C operator()(C x) const { return negate(x); }
-};
 struct SignOp {
   static constexpr TypeSet kTypes = TypeSet::kNumeric;
   template <typename C> C operator()(C x) const {
@@ -105,16 +70,6 @@ struct SignOp {
     template <typename C> C operator()(C x) const { return expr; } \
   };
 
-EMBER_FLOAT_UNARY_OP(FloorOp, std::floor(x))
-EMBER_FLOAT_UNARY_OP(CeilOp, std::ceil(x))
-// nearbyint under the default rounding mode rounds halves to even, as ONNX Round requires.
-EMBER_FLOAT_UNARY_OP(RoundOp, std::nearbyint(x))
-EMBER_FLOAT_UNARY_OP(SqrtOp, std::sqrt(x))
-EMBER_FLOAT_UNARY_OP(ReciprocalOp, C(1) / x)
-EMBER_FLOAT_UNARY_OP(ExpOp, std::exp(x))
-EMBER_FLOAT_UNARY_OP(LogOp, std::log(x))
-EMBER_FLOAT_UNARY_OP(SinOp, std::sin(x))
-EMBER_FLOAT_UNARY_OP(CosOp, std::cos(x))
 EMBER_FLOAT_UNARY_OP(TanOp, std::tan(x))
 EMBER_FLOAT_UNARY_OP(AsinOp, std::asin(x))
 EMBER_FLOAT_UNARY_OP(AcosOp, std::acos(x))
@@ -124,21 +79,7 @@ EMBER_FLOAT_UNARY_OP(CoshOp, std::cosh(x))
 EMBER_FLOAT_UNARY_OP(AsinhOp, std::asinh(x))
 EMBER_FLOAT_UNARY_OP(AcoshOp, std::acosh(x))
 EMBER_FLOAT_UNARY_OP(AtanhOp, std::atanh(x))
-EMBER_FLOAT_UNARY_OP(TanhOp, std::tanh(x))
-// Split at 0 so neither branch overflows exp().
-EMBER_FLOAT_UNARY_OP(SigmoidOp, x >= C(0) ? C(1) / (C(1) + std::exp(-x)) : std::exp(x) / (C(1) + std::exp(x)))
 #undef EMBER_FLOAT_UNARY_OP
-
-struct ErfOp {
-  static constexpr TypeSet kTypes = TypeSet::kNumeric;
-  template <typename C> C operator()(C x) const {
-    if constexpr (std::is_floating_point_v<C>) {
-      return std::erf(x);
-    } else {
-      return static_cast<C>(std::erf(static_cast<double>(x)));
-    }
-  }
-};
 
 struct IsNaNOp {
   static constexpr TypeSet kTypes = TypeSet::kFloat;
@@ -171,18 +112,12 @@ struct BitwiseNotOp {
 
 void register_unary_ops(OpRegistry& r) {
   using namespace elementwise;
-  add_op(r, "Abs", 1, create_unary_table<AbsOp>);
-  add_op(r, "Neg", 1, create_unary_table<NegOp>);
+  constexpr int kNewest = 0;
+#define EMBER_UNARY_OP(domain, op_type, since, until, Kind, types, ...)                                      \
+  r.add(OpEntry{domain, op_type, since, until == kNewest ? newest_opset(domain) : until,                   \
+                create_table_op<UnaryKind::k##Kind, TypeSet::types>, dtype_set(TypeSet::types)});
+#include "ops/unary_ops.def"
   add_op(r, "Sign", 9, create_unary<SignOp>);
-  add_op(r, "Floor", 1, create_unary_table<FloorOp>);
-  add_op(r, "Ceil", 1, create_unary_table<CeilOp>);
-  add_op(r, "Round", 11, create_unary_table<RoundOp>);
-  add_op(r, "Sqrt", 1, create_unary_table<SqrtOp>);
-  add_op(r, "Reciprocal", 1, create_unary_table<ReciprocalOp>);
-  add_op(r, "Exp", 1, create_unary_table<ExpOp>);
-  add_op(r, "Log", 1, create_unary_table<LogOp>);
-  add_op(r, "Sin", 7, create_unary_table<SinOp>);
-  add_op(r, "Cos", 7, create_unary_table<CosOp>);
   add_op(r, "Tan", 7, create_unary<TanOp>);
   add_op(r, "Asin", 7, create_unary<AsinOp>);
   add_op(r, "Acos", 7, create_unary<AcosOp>);
@@ -192,9 +127,6 @@ void register_unary_ops(OpRegistry& r) {
   add_op(r, "Asinh", 9, create_unary<AsinhOp>);
   add_op(r, "Acosh", 9, create_unary<AcoshOp>);
   add_op(r, "Atanh", 9, create_unary<AtanhOp>);
-  add_op(r, "Tanh", 1, create_unary_table<TanhOp>);
-  add_op(r, "Sigmoid", 1, create_unary_table<SigmoidOp>);
-  add_op(r, "Erf", 9, create_unary_table<ErfOp>);
   add_op(r, "IsNaN", 9, create_unary<IsNaNOp>);
   add_op(r, "IsInf", 10, create_unary<IsInfOp>);
   add_op(r, "Not", 1, create_unary<NotOp>);

@@ -6,6 +6,7 @@
 
 #include "kernels/common/convert.h"
 #include "kernels/elementwise/elementwise_common.h"
+#include "kernels/elementwise/unary_reference.h"
 #include "kernels/elementwise/unary_spec.h"
 #include "threading/thread_pool.h"
 
@@ -100,19 +101,37 @@ class UnaryTableKernel final : public OpKernel {
   int64_t grain_;
 };
 
-// f32, f16 and bf16 through the table when unary_spec() maps the node to an
-// entry; every other dtype through the reference functor Op.
-template <class Op>
-Result<std::unique_ptr<OpKernel>> create_unary_table(const KernelInit& init) {
-  const DType dtype = init.input_dtypes.empty() ? DType::kUndefined : init.input_dtypes[0];
-  if (dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16) {
-    EMBER_ASSIGN_OR_RETURN(std::optional<UnarySpec> spec, unary_spec(init.node));
-    if (spec) {
-      EMBER_RETURN_IF_ERROR(check_input_count(init, 1, 1));
-      return std::unique_ptr<OpKernel>(std::make_unique<UnaryTableKernel>(*spec, dtype));
+// The op of an EMBER_UNARY_OP row on the element types its microkernel does
+// not take: the kind's reference (unary_reference.h) in the type's compute
+// type. A row's attributes can choose another kind (Gelu's approximate), so
+// floating types follow the node's kind; integer types only exist for kinds
+// that no attribute changes.
+template <UnaryKind K, TypeSet S>
+struct TableReferenceOp {
+  static constexpr TypeSet kTypes = S;
+  UnarySpec spec;
+  template <typename C> C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return unary_reference(spec.kind, x, spec.params);
+    } else {
+      return UnaryReference<K>::apply(x, spec.params);
     }
   }
-  return create_unary<Op>(init);
+};
+
+// The factory of an EMBER_UNARY_OP row: f32, f16 and bf16 through the
+// unary_table() entry, the other types of S through the reference.
+template <UnaryKind K, TypeSet S>
+Result<std::unique_ptr<OpKernel>> create_table_op(const KernelInit& init) {
+  EMBER_RETURN_IF_ERROR(check_input_count(init, 1, 1));
+  const DType dtype = init.input_dtypes[0];
+  EMBER_ASSIGN_OR_RETURN(std::optional<UnarySpec> spec, unary_spec(init.node));
+  if (!spec) return internal_error("{}: not a row of the unary op table", init.node.op_type);
+  if (dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16) {
+    return std::unique_ptr<OpKernel>(std::make_unique<UnaryTableKernel>(*spec, dtype));
+  }
+  EMBER_RETURN_IF_ERROR(check_dtype<S>(dtype, 0, init.node.op_type));
+  return std::unique_ptr<OpKernel>(std::make_unique<UnaryKernel<TableReferenceOp<K, S>>>(TableReferenceOp<K, S>{*spec}, dtype));
 }
 
 }  // namespace ember::kernels::elementwise

@@ -1,74 +1,53 @@
 #include "kernels/elementwise/unary_spec.h"
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <string_view>
 
 namespace ember::kernels {
 namespace {
 
-struct Simple {
+// One EMBER_UNARY_OP row of the op table.
+struct OpRow {
+  std::string_view domain;
   std::string_view op_type;
   UnaryKind kind;
+  std::string_view attrs[3];
+  float defaults[3];
 };
 
-// Ops of the default domain without attributes.
-constexpr Simple kSimple[] = {
-    {"Relu", UnaryKind::kRelu},       {"HardSwish", UnaryKind::kHardSwish}, {"Sigmoid", UnaryKind::kSigmoid},
-    {"Tanh", UnaryKind::kTanh},       {"Erf", UnaryKind::kErf},             {"Mish", UnaryKind::kMish},
-    {"Softplus", UnaryKind::kSoftplus}, {"Softsign", UnaryKind::kSoftsign}, {"Exp", UnaryKind::kExp},
-    {"Log", UnaryKind::kLog},         {"Sqrt", UnaryKind::kSqrt},           {"Reciprocal", UnaryKind::kReciprocal},
-    {"Neg", UnaryKind::kNeg},         {"Abs", UnaryKind::kAbs},             {"Floor", UnaryKind::kFloor},
-    {"Ceil", UnaryKind::kCeil},       {"Round", UnaryKind::kRound},         {"Sin", UnaryKind::kSin},
-    {"Cos", UnaryKind::kCos},
+// An attribute the node must set (ONNX Runtime refuses such a node without it).
+constexpr float kRequired = std::numeric_limits<float>::quiet_NaN();
+
+constexpr OpRow kRows[] = {
+#define EMBER_UNARY_OP(domain, op_type, since, until, Kind, types, a1, d1, a2, d2, a3, d3) \
+  {domain, op_type, UnaryKind::k##Kind, {a1, a2, a3}, {d1, d2, d3}},
+#include "ops/unary_ops.def"
 };
 
-constexpr float kQuickGeluDefaultAlpha = 1.702f;
-
-Result<std::optional<UnarySpec>> default_domain_spec(const ir::Node& node, ir::AttrReader& a) {
-  for (const Simple& s : kSimple) {
-    if (node.op_type == s.op_type) return std::optional<UnarySpec>(UnarySpec{s.kind, {}});
+const OpRow* find_row(const ir::Node& node) {
+  const std::string_view domain = node.domain == "ai.onnx" ? std::string_view() : std::string_view(node.domain);
+  for (const OpRow& row : kRows) {
+    if (row.domain == domain && row.op_type == node.op_type) return &row;
   }
-  const std::string& op = node.op_type;
-  UnaryParams p;
-  UnaryKind kind;
-  if (op == "LeakyRelu") {
-    kind = UnaryKind::kLeakyRelu;
-    p.alpha = a.get_float("alpha", 0.01f);
-  } else if (op == "Elu") {
-    kind = UnaryKind::kElu;
-    p.alpha = a.get_float("alpha", 1.0f);
-  } else if (op == "Selu") {
-    kind = UnaryKind::kSelu;
-    p.alpha = a.get_float("alpha", 1.67326319217681884765625f);
-    p.gamma = a.get_float("gamma", 1.05070102214813232421875f);
-  } else if (op == "Celu") {
-    kind = UnaryKind::kCelu;
-    p.alpha = a.get_float("alpha", 1.0f);
-    if (p.alpha == 0.0f) return invalid_argument("Celu node '{}': alpha must not be 0", node.name);
-  } else if (op == "HardSigmoid") {
-    kind = UnaryKind::kHardSigmoid;
-    p.alpha = a.get_float("alpha", 0.2f);
-    p.beta = a.get_float("beta", 0.5f);
-  } else if (op == "ThresholdedRelu") {
-    kind = UnaryKind::kThresholdedRelu;
-    p.alpha = a.get_float("alpha", 1.0f);
-  } else if (op == "Gelu") {
+  return nullptr;
+}
+
+// What the op table's columns cannot say: attributes that pick the kind or
+// must be checked, and the one op whose older opsets map to a kind.
+Result<std::optional<UnarySpec>> special_cases(const ir::Node& node, ir::AttrReader& a, UnarySpec spec) {
+  const bool onnx_domain = node.domain.empty() || node.domain == "ai.onnx";
+  if (onnx_domain && node.op_type == "Gelu") {
     const std::string approximate = a.get_string("approximate", "none");
     if (approximate != "none" && approximate != "tanh") {
       return invalid_argument("Gelu node '{}': approximate is '{}', expected 'none' or 'tanh'", node.name, approximate);
     }
-    kind = approximate == "tanh" ? UnaryKind::kGeluTanh : UnaryKind::kGelu;
-  } else if (op == "Swish") {
-    kind = UnaryKind::kQuickGelu;  // the same x sigmoid(alpha x)
-    p.alpha = a.get_float("alpha", 1.0f);
-  } else if (op == "Clip" && node.opset < 11) {
-    kind = UnaryKind::kClip;
-    p.alpha = a.get_float("min", -3.402823466e+38f);
-    p.beta = a.get_float("max", 3.402823466e+38f);
-  } else {
-    return std::optional<UnarySpec>();
+    if (approximate == "tanh") spec.kind = UnaryKind::kGeluTanh;
+  } else if (onnx_domain && node.op_type == "Celu" && spec.params.alpha == 0.0f) {
+    return invalid_argument("Celu node '{}': alpha must not be 0", node.name);
   }
-  return std::optional<UnarySpec>(UnarySpec{kind, p});
+  return std::optional<UnarySpec>(spec);
 }
 
 }  // namespace
@@ -76,18 +55,23 @@ Result<std::optional<UnarySpec>> default_domain_spec(const ir::Node& node, ir::A
 Result<std::optional<UnarySpec>> unary_spec(const ir::Node& node) {
   ir::AttrReader attrs(node);
   std::optional<UnarySpec> spec;
-  if (node.domain.empty() || node.domain == "ai.onnx") {
-    EMBER_ASSIGN_OR_RETURN(spec, default_domain_spec(node, attrs));
-  } else if (node.domain == "com.microsoft") {
-    // FastGelu is a single entry only without its optional bias input.
-    const bool has_bias = node.num_explicit_inputs > 1 && node.inputs[1] != ir::kNoValue;
-    if (node.op_type == "Gelu") {
-      spec = UnarySpec{UnaryKind::kGelu, {}};
-    } else if (node.op_type == "FastGelu" && !has_bias) {
-      spec = UnarySpec{UnaryKind::kGeluTanh, {}};
-    } else if (node.op_type == "QuickGelu") {
-      spec = UnarySpec{UnaryKind::kQuickGelu, {attrs.get_float("alpha", kQuickGeluDefaultAlpha)}};
+  const bool onnx_domain = node.domain.empty() || node.domain == "ai.onnx";
+  if (const OpRow* row = find_row(node)) {
+    float params[3];
+    for (int i = 0; i < 3; ++i) {
+      params[i] = row->attrs[i].empty() ? row->defaults[i] : attrs.get_float(row->attrs[i], row->defaults[i]);
+      if (!row->attrs[i].empty() && std::isnan(row->defaults[i]) && !attrs.has(row->attrs[i])) {
+        return invalid_argument("{} node '{}': attribute {} is required", node.op_type, node.name, row->attrs[i]);
+      }
     }
+    EMBER_ASSIGN_OR_RETURN(spec, special_cases(node, attrs, UnarySpec{row->kind, {params[0], params[1], params[2]}}));
+  } else if (onnx_domain && node.op_type == "Clip" && node.opset < 11) {
+    spec = UnarySpec{UnaryKind::kClip,
+                     {attrs.get_float("min", -3.402823466e+38f), attrs.get_float("max", 3.402823466e+38f)}};
+  } else if (node.domain == "com.microsoft" && node.op_type == "FastGelu") {
+    // A single kind only without its optional bias input.
+    const bool has_bias = node.num_explicit_inputs > 1 && node.inputs[1] != ir::kNoValue;
+    if (!has_bias) spec = UnarySpec{UnaryKind::kGeluTanh, {}};
   }
   EMBER_RETURN_IF_ERROR(attrs.status());
   return spec;

@@ -10,37 +10,11 @@
 
 namespace ember::kernels {
 
+// One kind per EMBER_UNARY_KIND row of the op table; the math of each is its
+// row of unary_math.inc.
 enum class UnaryKind : int {
-  kRelu,
-  kLeakyRelu,        // alpha
-  kElu,              // alpha
-  kSelu,             // alpha, gamma
-  kCelu,             // alpha
-  kHardSigmoid,      // alpha, beta
-  kHardSwish,
-  kThresholdedRelu,  // alpha
-  kSigmoid,
-  kTanh,
-  kErf,
-  kGelu,             // x/2 (1 + erf(x/sqrt 2))
-  kGeluTanh,         // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); also com.microsoft FastGelu
-  kQuickGelu,        // x sigmoid(alpha x)
-  kSilu,             // x sigmoid(x)
-  kMish,
-  kSoftplus,
-  kSoftsign,
-  kExp,
-  kLog,
-  kSqrt,
-  kReciprocal,
-  kNeg,
-  kAbs,
-  kClip,             // alpha = low, beta = high
-  kFloor,
-  kCeil,
-  kRound,            // halves to even
-  kSin,
-  kCos,
+#define EMBER_UNARY_KIND(Kind, ...) k##Kind,
+#include "ops/unary_ops.def"
   kCount
 };
 
