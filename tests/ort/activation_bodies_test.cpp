@@ -1,6 +1,8 @@
 // Activation bodies written the way exporters write them (chains of primitive
 // elementwise nodes, f16 bodies wrapped in Casts), run by Ember with fusion and
 // by ONNX Runtime without it, must agree; and Ember must have fused them.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <gtest/gtest.h>
 
 #include <random>

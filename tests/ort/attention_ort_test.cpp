@@ -2,6 +2,7 @@
 // outputs (attention and present caches) against ONNX Runtime's, one
 // single-node model per case, over every layout, mask form and cache form
 // both support, plus randomized shapes.
+// ctest: every ISA level
 #include <gtest/gtest.h>
 
 #include <algorithm>

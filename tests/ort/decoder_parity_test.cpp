@@ -4,6 +4,7 @@
 // the tolerance below and pick the same token (or, at a near-tie of ORT's own
 // logits, one the tolerance allows). ONNX Runtime's token is fed back to both,
 // and each runtime carries its own present.* into its next past_key_values.*.
+// ctest: emulated CPUs, gtest filter DecoderParity.Qwen2Int4
 #include <gtest/gtest.h>
 
 #include <algorithm>

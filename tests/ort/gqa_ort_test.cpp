@@ -3,6 +3,7 @@
 // prompts (with right padding), decode steps over a past, subsequent prompts,
 // packed and separate QKV, rotary (half/interleaved, partial), local windows,
 // softcap, scale, attention bias, head sinks and smooth softmax.
+// ctest: every ISA level
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -9,6 +9,8 @@
 // always checked against ORT on the same model with B moved to u8 (b + 128 and
 // b_zp + 128 give the same differences b - b_zp), which ORT sums exactly on every
 // host, and against ORT's own u8 x s8 path only on hosts with VNNI.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 

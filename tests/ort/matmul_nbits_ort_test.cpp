@@ -1,5 +1,6 @@
 // com.microsoft MatMulNBits: Ember's output against ONNX Runtime's on random
 // weights, one single-node model per case, weights as initializers.
+// ctest: every ISA level
 #include <gtest/gtest.h>
 
 #include <cmath>

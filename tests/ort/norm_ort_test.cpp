@@ -8,6 +8,7 @@
 // CMakeLists.txt runs this suite again at EMBER_ISA=avx2 and scalar: every
 // level must give these bits. Sizes straddle ORT's switch from its scalar loop
 // to MLAS's AVX2 RMSNorm kernel at 16 (row_norm.cpp, RmsRounding).
+// ctest: every ISA level
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,6 +1,7 @@
 // Differential test: random small graphs run in Ember and in ONNX Runtime must agree.
 // EMBER_RANDOM_GRAPH_SEED and EMBER_RANDOM_GRAPH_COUNT change the seed and count;
 // graph i uses seed + i, so a failing graph is reproduced by its own seed.
+// ctest: every ISA level
 #include <gtest/gtest.h>
 #include <unistd.h>
 

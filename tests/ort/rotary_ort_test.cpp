@@ -1,5 +1,6 @@
 // RotaryEmbedding (com.microsoft and ONNX opset 23): Ember's output against
 // ONNX Runtime's, one single-node model per case, caches as initializers.
+// ctest: every ISA level
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -2,6 +2,8 @@
 // double-precision sums, attend() against attend_reference over decode and
 // prompt shapes with every visibility and scoring option, thread-count
 // independence, and GroupQueryAttention's in-place (shared past/present) cache.
+// ctest: every ISA level
+// ctest: emulated CPUs, gtest filter AttentionUkernels.*:GroupQueryAttention.*
 #include <gtest/gtest.h>
 
 #include <cmath>

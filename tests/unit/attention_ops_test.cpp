@@ -3,6 +3,7 @@
 // layout is first turned into plain [B, heads, rows, head_size] arrays, scores
 // get the masks as ONNX Runtime applies them (padding: + mask_filter_value;
 // causal and bool masks: excluded), and a row that sees nothing outputs zeros.
+// ctest: every ISA level
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -3,6 +3,8 @@
 // in place, NaN/Inf/zero/denormal inputs), and the op objects' broadcast forms
 // (same shape, scalar, row bias, column, outer, general, zero-size) for each
 // dtype family, with results identical at 1 and 2 threads.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <cmath>
 #include <cstdint>
 #include <cstring>

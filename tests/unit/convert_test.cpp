@@ -1,3 +1,4 @@
+// ctest: emulated CPUs
 #include <gtest/gtest.h>
 
 #include <cmath>

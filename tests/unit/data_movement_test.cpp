@@ -2,6 +2,8 @@
 // naive index-walk references written here, at every ISA level, over sizes around
 // the 8x8 / 16x16 register tiles and the 64x64 blocks, for 1-, 2-, 4- and 8-byte
 // elements; 1 and 2 threads must give identical bytes.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -1,6 +1,8 @@
 // Elementwise family: unary math and activations, binary arithmetic with
 // broadcasting, comparisons/logic, variadic ops, Where and Cast. Expected values
 // are hand-written or computed with numpy and pasted.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <cmath>
 #include <cstdint>
 #include <limits>

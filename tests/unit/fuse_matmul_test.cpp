@@ -5,6 +5,7 @@
 // (sum_k |a b| + |bias|), times 1.25 for the activations' slopes (at most
 // 1.13, GELU's), plus 2 ulp of the result for the activation's own rounding
 // (Silu rounds once where Sigmoid, Mul round twice).
+// ctest: every ISA level
 #include <gtest/gtest.h>
 
 #include <cmath>

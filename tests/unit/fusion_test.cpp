@@ -1,5 +1,6 @@
 // The elementwise fusion pass and the FusedElementwise kernel: which groups
 // form, and that a fused graph computes what the unfused graph computes.
+// ctest: every ISA level
 #include <gtest/gtest.h>
 
 #include <cmath>

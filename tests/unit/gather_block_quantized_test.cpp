@@ -3,6 +3,8 @@
 // written here. (code - zp) * scale is exact in double and the one rounding to
 // the output type matches the kernels' single f32 product (exact itself for
 // 16-bit scales), so every comparison is bitwise.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <algorithm>
 #include <cmath>
 #include <cstring>

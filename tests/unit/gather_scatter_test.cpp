@@ -1,5 +1,7 @@
 // Indexing ops: Gather*, Scatter*, OneHot, NonZero, Compress, CumSum, TopK,
 // ArgMax/ArgMin. Expected values are written by hand (checked with numpy).
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <cmath>
 #include <limits>
 

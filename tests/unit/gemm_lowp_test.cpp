@@ -1,6 +1,8 @@
 // f16 / bf16 MatMul: every gemm_lowp microkernel at every ISA level, and the
 // MatMul op (constant and run-time B, batching), against a double-precision
 // dot product of the same 16-bit inputs written here.
+// ctest: every ISA level
+// ctest: emulated CPUs, gtest filter *TailsAtEveryLevel*:*NanAndInfPropagate*
 #include <cmath>
 #include <cstring>
 #include <random>

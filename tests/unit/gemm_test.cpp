@@ -7,6 +7,8 @@
 // Accuracy and Stability of Numerical Algorithms, 2nd ed., 3.1), and the
 // microkernels only reorder the sum (k-chains, K blocks), so 2 sqrt(K) + 4
 // leaves room for the epilogue's alpha/beta roundings.
+// ctest: every ISA level
+// ctest: emulated CPUs, gtest filter SgemmUkernels.*:SgemmOps.*:Sgemm.NanAndInfPropagate
 #include <gtest/gtest.h>
 
 #include <cmath>

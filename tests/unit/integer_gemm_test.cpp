@@ -1,6 +1,8 @@
 // Integer GEMM: the packed microkernels at every ISA level against the
 // reference loop (integer_gemm.h), exactly; MatMulInteger and QLinearMatMul
 // through the registry on both their packed (constant B) and reference paths.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <gtest/gtest.h>
 
 #include <cmath>

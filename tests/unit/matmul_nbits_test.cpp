@@ -1,6 +1,8 @@
 // com.microsoft MatMulNBits against a plain double-precision loop over the
 // unpacked codes (written here, independent of the kernel's packed reader), and
 // hand-computed literals.
+// ctest: every ISA level
+// ctest: emulated CPUs, gtest filter MatMulNBits.*:MatMulNBitsPacked.*Microkernel*:MatMulNBitsPacked.Int8*:MatMulNBitsPacked.DecodeSplitsAgreeBitForBit
 #include <algorithm>
 #include <cmath>
 #include <cstring>

@@ -1,5 +1,7 @@
 // MatMul / Gemm / MatMulInteger and the normalization ops. Expected values were
 // computed with numpy and pasted as literals.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <cmath>
 #include <limits>
 

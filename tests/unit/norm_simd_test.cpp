@@ -3,6 +3,8 @@
 // the RMS norms, Skip*, Softmax/LogSoftmax, float reductions) against
 // double-precision references computed here, for every output, f16/bf16,
 // broadcast parameters, zero-size inputs, non-finite rows and 1 vs 2 threads.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -8,6 +8,8 @@
 //   alone, beside other sequences, split into different chunks across calls,
 //   and at 1 or 2 threads.
 // - The core's paged slices against contiguous ones, and every bad input an error.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <gtest/gtest.h>
 
 #include <algorithm>

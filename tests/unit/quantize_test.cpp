@@ -1,5 +1,7 @@
 // QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear against values
 // worked out by hand (round half to even, saturation) and the ONNX examples.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,5 +1,7 @@
 // Reductions, the softmax family and MeanVarianceNormalization. Expected values
 // were computed with numpy (float64) and pasted as literals.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <cmath>
 #include <limits>
 

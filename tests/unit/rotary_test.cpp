@@ -1,6 +1,8 @@
 // RotaryEmbedding: the rotation microkernels at every ISA level against a
 // double-precision rotation, and both ops (com.microsoft and ONNX opset 23)
 // against hand-computed literals and an independent double-precision reference.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,5 +1,7 @@
 // Shape and data-movement ops (kernels/tensor/). Expected values were computed
 // with numpy and pasted, or come from an index formula written in the test.
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <cmath>
 #include <cstdint>
 #include <limits>
