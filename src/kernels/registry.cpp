@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <climits>
 #include <cstring>
 #include <string>
 
@@ -56,14 +55,6 @@ Status needs_value(size_t input_index) {
   return Status(StatusCode::kNeedsValue, fmt::format("the value of input {} is needed to infer the output shape", input_index));
 }
 bool is_needs_value(const Status& s) { return s.code() == StatusCode::kNeedsValue; }
-
-void OpRegistry::add(OpEntry e) {
-  // Entries still written with the old table's open INT_MAX (conv/conv_registry.cpp,
-  // being rewritten) mean the newest opset: the stored range is closed here.
-  // Remove once every entry is written with up_to_newest.
-  if (e.until_version == INT_MAX) e.until_version = newest_opset(e.domain);
-  entries_.push_back(e);
-}
 
 Status check_input_types(const OpEntry& entry, const ir::Node& node, std::span<const DType> input_dtypes) {
   for (size_t i = 0; i < input_dtypes.size(); ++i) {

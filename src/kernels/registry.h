@@ -46,7 +46,7 @@ class OpRegistry {
   const OpEntry* find(std::string_view domain, std::string_view op_type, int opset) const;
   const std::vector<OpEntry>& entries() const { return entries_; }
 
-  void add(OpEntry e);
+  void add(OpEntry e) { entries_.push_back(e); }
 
  private:
   std::vector<OpEntry> entries_;
