@@ -12,6 +12,7 @@
 
 #include "ir/shape_inference.h"
 #include "kernels/registry.h"
+#include "ort/random_graph.h"
 
 namespace ember {
 namespace {
@@ -133,6 +134,18 @@ TEST(OpTable, OpsetsOutsideEveryEntryAreRefused) {
   expect_refused(build("Relu", {DType::kF32}, past),
                  {fmt::format("opset {} of Relu", past), fmt::format("reviewed up to opset {} of ai.onnx", past - 1)});
   expect_refused(build("NoSuchOp", {DType::kF32}, 17), {"unsupported op"});
+}
+
+// The random-graph comparison against ONNX Runtime draws its ops from
+// kRandomGraphOps at the opsets its graphs import (13 to 21): each must be an
+// op of the table.
+TEST(OpTable, RandomGraphOpsAreInTheTable) {
+  for (const char* op : ortref::kRandomGraphOps) {
+    for (int opset : {13, 21}) {
+      EXPECT_NE(kernels::OpRegistry::instance().find("", op, opset), nullptr)
+          << op << " at opset " << opset << " (tests/ort/random_graph.h)";
+    }
+  }
 }
 
 }  // namespace
