@@ -54,11 +54,16 @@ std::string types_text(const OpRow& row) {
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
+const char* fusion_text(kernels::Fusion f) { return f == kernels::Fusion::kElementwise ? "elementwise" : ""; }
+
+// The fusion class of the op's newest entry.
+const char* fusion_text(const OpRow& row) { return row.entries.empty() ? "" : fusion_text(row.entries.back()->fusion); }
+
 void print_text(const std::map<OpKey, OpRow>& rows) {
-  fmt::print("{:<28} {:<34} {:<10} {:<30} {}\n", "domain", "op", "opsets", "types", "shape rule");
+  fmt::print("{:<28} {:<34} {:<10} {:<30} {:<11} {}\n", "domain", "op", "opsets", "types", "fusion", "shape rule");
   for (const auto& [key, row] : rows) {
-    fmt::print("{:<28} {:<34} {:<10} {:<30} {}\n", domain_text(key.first), key.second, opsets_text(row),
-               types_text(row), row.shape_rule ? "yes" : "no");
+    fmt::print("{:<28} {:<34} {:<10} {:<30} {:<11} {}\n", domain_text(key.first), key.second, opsets_text(row),
+               types_text(row), fusion_text(row), row.shape_rule ? "yes" : "no");
   }
 }
 
@@ -82,17 +87,18 @@ void print_markdown(const std::map<OpKey, OpRow>& rows) {
   fmt::print("**types**: the element types the op accepts on its inputs; any other is refused\n");
   fmt::print("when the session is built, and the ONNX Runtime plugin EP does not claim the node.\n");
   fmt::print("`standard` is every numeric type and bool; `narrow` the float8/float4/int4/int2 types;\n");
-  fmt::print("`containers` sequences and optionals. **shape rule**: load-time symbolic shape\n");
+  fmt::print("`containers` sequences and optionals. **fusion**: `elementwise` when the elementwise\n");
+  fmt::print("fusion pass may merge the node with its neighbours into one loop. **shape rule**: load-time symbolic shape\n");
   fmt::print("inference knows the op's outputs.\n\n");
   std::string current;
   for (const auto& [key, row] : rows) {
     if (domain_text(key.first) != current) {
       current = domain_text(key.first);
-      fmt::print("{}## {}\n\n| op | opsets | types | shape rule |\n|---|---|---|---|\n",
+      fmt::print("{}## {}\n\n| op | opsets | types | fusion | shape rule |\n|---|---|---|---|---|\n",
                  current == "ai.onnx" ? "" : "\n", current);
     }
-    fmt::print("| {} | {} | {} | {} |\n", key.second, opsets_text(row), row.entries.empty() ? "" : types_text(row),
-               row.shape_rule ? "yes" : "");
+    fmt::print("| {} | {} | {} | {} | {} |\n", key.second, opsets_text(row), row.entries.empty() ? "" : types_text(row),
+               fusion_text(row), row.shape_rule ? "yes" : "");
   }
 }
 
@@ -110,6 +116,7 @@ void print_json(const std::map<OpKey, OpRow>& rows) {
                          {"since", e->since_version},
                          {"until", e->until_version},
                          {"types", types},
+                         {"fusion", fusion_text(e->fusion)},
                          {"shape_rule", row.shape_rule}});
     }
   }
@@ -122,7 +129,7 @@ Command add_ops(CLI::App& app) {
   auto markdown = std::make_shared<bool>(false);
   auto json = std::make_shared<bool>(false);
   app.add_flag("--markdown", *markdown, "Print docs/ops.md (a Markdown table per domain)");
-  app.add_flag("--json", *json, "Print every table entry as JSON (domain, op, since, until, types, shape_rule)");
+  app.add_flag("--json", *json, "Print every table entry as JSON (domain, op, since, until, types, fusion, shape_rule)");
   return [markdown, json]() {
     const auto rows = support_matrix();
     if (*json) {

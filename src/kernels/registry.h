@@ -20,6 +20,9 @@ constexpr int newest_opset(std::string_view domain) {
   return 1;  // com.microsoft, ai.onnx.preview, ember: one version each so far
 }
 
+// The fusion class of an op.
+enum class Fusion : uint8_t { kNone, kElementwise };
+
 struct OpEntry {
   std::string_view domain;   // "" = default ONNX domain, "com.microsoft", ...
   std::string_view op_type;
@@ -30,12 +33,16 @@ struct OpEntry {
   // create_kernel refuses any other before the factory sees it, and the plugin
   // EP claims nodes by it.
   DTypeSet types = kStandardTypes;
+  // kElementwise: the elementwise fusion pass may put the node into one fused
+  // loop (it also needs the node's f32 kernel: a unary table kind, a binary
+  // kind, or a Cast between float types). The pass reads this field.
+  Fusion fusion = Fusion::kNone;
 };
 
 // An entry from `since` up to the newest opset of `domain` the table covers.
 constexpr OpEntry up_to_newest(std::string_view domain, std::string_view op_type, int since, KernelFactory create,
-                               DTypeSet types = kStandardTypes) {
-  return {domain, op_type, since, newest_opset(domain), create, types};
+                               DTypeSet types = kStandardTypes, Fusion fusion = Fusion::kNone) {
+  return {domain, op_type, since, newest_opset(domain), create, types, fusion};
 }
 
 class OpRegistry {

@@ -247,10 +247,10 @@ Result<std::unique_ptr<OpKernel>> create_pow(const KernelInit& init) {
 
 void register_binary_ops(OpRegistry& r) {
   using namespace elementwise;
-  add_op(r, "Add", 1, create_binary<AddOp>, dtype_set(AddOp::kTypes));
-  add_op(r, "Sub", 1, create_binary<SubOp>, dtype_set(SubOp::kTypes));
-  add_op(r, "Mul", 1, create_binary<MulOp>, dtype_set(MulOp::kTypes));
-  add_op(r, "Div", 1, create_binary<DivOp>, dtype_set(DivOp::kTypes));
+  add_op(r, "Add", 1, create_binary<AddOp>, dtype_set(AddOp::kTypes), Fusion::kElementwise);
+  add_op(r, "Sub", 1, create_binary<SubOp>, dtype_set(SubOp::kTypes), Fusion::kElementwise);
+  add_op(r, "Mul", 1, create_binary<MulOp>, dtype_set(MulOp::kTypes), Fusion::kElementwise);
+  add_op(r, "Div", 1, create_binary<DivOp>, dtype_set(DivOp::kTypes), Fusion::kElementwise);
   add_op(r, "Mod", 10, create_binary<ModOp>, dtype_set(ModOp::kTypes));
   add_op(r, "Pow", 1, create_pow, kNumericTypes);
   add_op(r, "BitShift", 11, create_binary<BitShiftOp>, dtype_set(BitShiftOp::kTypes));

@@ -294,7 +294,7 @@ Result<std::unique_ptr<OpKernel>> create_cast_like_or_string_cast(const KernelIn
 
 void register_cast_ops(OpRegistry& r) {
   constexpr DTypeSet kCastable = kStandardTypes | kNarrowTypes | kStringType;
-  add_op(r, "Cast", 1, create_cast_or_string_cast, kCastable);
+  add_op(r, "Cast", 1, create_cast_or_string_cast, kCastable, Fusion::kElementwise);
   add_op(r, "CastLike", 15, create_cast_like_or_string_cast, kCastable);
   add_op(r, "BitCast", 26, elementwise::create_bit_cast, kStandardTypes | kNarrowTypes);
 }

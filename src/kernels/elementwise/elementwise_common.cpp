@@ -5,8 +5,8 @@
 
 namespace ember::kernels {
 
-void add_op(OpRegistry& r, std::string_view op_type, int since, KernelFactory f, DTypeSet types) {
-  r.add(up_to_newest("", op_type, since, f, types));
+void add_op(OpRegistry& r, std::string_view op_type, int since, KernelFactory f, DTypeSet types, Fusion fusion) {
+  r.add(up_to_newest("", op_type, since, f, types, fusion));
 }
 
 namespace elementwise {

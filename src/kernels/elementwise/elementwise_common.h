@@ -29,7 +29,8 @@ void register_where_ops(OpRegistry& r);
 void register_cast_ops(OpRegistry& r);
 
 // Adds an ai.onnx entry covering opsets since..newest_opset("") that accepts `types`.
-void add_op(OpRegistry& r, std::string_view op_type, int since, KernelFactory f, DTypeSet types = kStandardTypes);
+void add_op(OpRegistry& r, std::string_view op_type, int since, KernelFactory f, DTypeSet types = kStandardTypes,
+            Fusion fusion = Fusion::kNone);
 
 namespace elementwise {
 

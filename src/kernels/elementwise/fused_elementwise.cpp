@@ -412,7 +412,8 @@ Result<std::unique_ptr<OpKernel>> create_fused_elementwise(const KernelInit& ini
 bool is_fusible_dtype(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 bool is_fusible_elementwise(const ir::Node& node) {
-  if (node.outputs.size() != 1) return false;
+  const OpEntry* entry = OpRegistry::instance().find(node.domain, node.op_type, node.opset);
+  if (!entry || entry->fusion != Fusion::kElementwise || node.outputs.size() != 1) return false;
   if (node.op_type == "Cast" && node.domain.empty()) return node.inputs.size() == 1;
   // Before opset 7, binary ops broadcast along an `axis` attribute, not numpy-style.
   if (binary_kind(node)) return node.inputs.size() == 2 && node.opset >= 7;

@@ -114,7 +114,7 @@ Result<std::unique_ptr<OpKernel>> create_bias_gelu(const KernelInit& init) {
 void register_gelu_ops(OpRegistry& r) {
   constexpr DTypeSet kHalfOrF32{DType::kF32, DType::kF16, DType::kBF16};
   using namespace elementwise;
-  r.add(up_to_newest("com.microsoft", "FastGelu", 1, create_fast_gelu, kHalfOrF32));
+  r.add(up_to_newest("com.microsoft", "FastGelu", 1, create_fast_gelu, kHalfOrF32, Fusion::kElementwise));
   r.add(up_to_newest("com.microsoft", "BiasGelu", 1, create_bias_gelu, kHalfOrF32));
 }
 

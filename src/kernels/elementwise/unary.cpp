@@ -115,7 +115,7 @@ void register_unary_ops(OpRegistry& r) {
   constexpr int kNewest = 0;
 #define EMBER_UNARY_OP(domain, op_type, since, until, Kind, types, ...)                                      \
   r.add(OpEntry{domain, op_type, since, until == kNewest ? newest_opset(domain) : until,                   \
-                create_table_op<UnaryKind::k##Kind, TypeSet::types>, dtype_set(TypeSet::types)});
+                create_table_op<UnaryKind::k##Kind, TypeSet::types>, dtype_set(TypeSet::types), Fusion::kElementwise});
 #include "ops/unary_ops.def"
   add_op(r, "Sign", 9, create_unary<SignOp>);
   add_op(r, "Tan", 7, create_unary<TanOp>);

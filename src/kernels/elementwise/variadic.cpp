@@ -167,8 +167,8 @@ Result<std::unique_ptr<OpKernel>> create_variadic(const KernelInit& init) {
 
 void register_variadic_ops(OpRegistry& r) {
   using namespace elementwise;
-  add_op(r, "Max", 1, create_variadic<MaxOp>, kNumericTypes);
-  add_op(r, "Min", 1, create_variadic<MinOp>, kNumericTypes);
+  add_op(r, "Max", 1, create_variadic<MaxOp>, kNumericTypes, Fusion::kElementwise);
+  add_op(r, "Min", 1, create_variadic<MinOp>, kNumericTypes, Fusion::kElementwise);
   add_op(r, "Sum", 1, create_variadic<SumOp>, kNumericTypes);
   add_op(r, "Mean", 1, create_variadic<MeanOp>, kNumericTypes);
 }
