@@ -1,139 +1,62 @@
-// Conv's f32 im2col + sgemm path against a direct loop in f64: odd sizes,
-// groups (depthwise too), strides, dilations, pads (wider than the kernel),
-// the pointwise shortcut, chunks that end inside a line, zero-size batches and
-// channels, NaN/Inf inputs, and the same bits for every thread count. (Infinite
-// weights are left out: im2col multiplies them by the padding's zeros, NaN as in
-// ONNX's zero-padded definition, where the loop here skips padding taps.)
-#include <array>
-#include <cmath>
+// Conv's f32 GEMM path (packed filter against im2col panels) against a direct
+// loop in f64 (conv_test_util.h), at every ISA level: odd sizes, groups
+// (depthwise too), strides, dilations, pads (wider than the kernel), the
+// pointwise shortcut, panels that end inside a line, K deeper than one block,
+// zero-size batches and channels, NaN/Inf inputs, and the same bits for every
+// thread count. (Infinite weights are left out: im2col multiplies them by the
+// padding's zeros, NaN as in ONNX's zero-padded definition, where the loop here
+// skips padding taps.)
+// ctest: every ISA level
+// ctest: emulated CPUs
 #include <cstring>
 #include <limits>
-#include <random>
+#include <string>
 
 #include <gtest/gtest.h>
 
-#include "kernels/conv/conv_gemm.h"
+#include "base/isa.h"
+#include "conv_test_util.h"
+#include "kernels/conv/conv_f32.h"
+#include "kernels/registry.h"
+#include "op_test_util.h"
 #include "threading/thread_pool.h"
 
 namespace ember::test {
 namespace {
 
-using kernels::ConvGemmShape;
+using kernels::ConvShape;
 
-struct Case {
-  int64_t batch, in_channels, out_channels, group;
-  std::array<int64_t, 3> in, kernel, stride, dilation, pad_begin, pad_end;
-};
-
-ConvGemmShape shape_of(const Case& c) {
-  ConvGemmShape s{c.batch, c.in_channels, c.out_channels, c.group, {}};
-  for (int d = 0; d < 3; ++d) {
-    s.w.in[d] = c.in[d];
-    s.w.kernel[d] = c.kernel[d];
-    s.w.stride[d] = c.stride[d];
-    s.w.dilation[d] = c.dilation[d];
-    s.w.pad_begin[d] = c.pad_begin[d];
-    s.w.pad_end[d] = c.pad_end[d];
-    const int64_t span = c.in[d] + c.pad_begin[d] + c.pad_end[d] - ((c.kernel[d] - 1) * c.dilation[d] + 1);
-    s.w.out[d] = span / c.stride[d] + 1;
-  }
-  return s;
-}
-
-// The plain loop; `absolute` sums |x| * |w| (+ |bias|) for the error bound.
-std::vector<double> reference(const ConvGemmShape& s, const std::vector<float>& x, const std::vector<float>& wt,
-                              const float* bias, bool absolute) {
-  const kernels::Window3d& w = s.w;
-  const int64_t cpg = s.in_channels / s.group, mpg = s.out_channels / s.group;
-  std::vector<double> y(static_cast<size_t>(s.batch * s.out_channels * w.out_size()));
-  const auto v = [absolute](float f) { return absolute ? std::abs(double{f}) : double{f}; };
-  size_t o = 0;
-  for (int64_t n = 0; n < s.batch; ++n) {
-    for (int64_t m = 0; m < s.out_channels; ++m) {
-      for (int64_t od = 0; od < w.out[0]; ++od) {
-        for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-          for (int64_t ow = 0; ow < w.out[2]; ++ow, ++o) {
-            double acc = bias ? v(bias[m]) : 0.0;
-            for (int64_t c = 0; c < cpg; ++c) {
-              const int64_t ci = (m / mpg) * cpg + c;
-              for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
-                const int64_t id = od * w.stride[0] - w.pad_begin[0] + kd * w.dilation[0];
-                for (int64_t kh = 0; kh < w.kernel[1]; ++kh) {
-                  const int64_t ih = oh * w.stride[1] - w.pad_begin[1] + kh * w.dilation[1];
-                  for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
-                    const int64_t iw = ow * w.stride[2] - w.pad_begin[2] + kw * w.dilation[2];
-                    if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1] || iw < 0 || iw >= w.in[2]) continue;
-                    const float xv = x[static_cast<size_t>(((n * s.in_channels + ci) * w.in[0] + id) * w.in[1] * w.in[2] +
-                                                           ih * w.in[2] + iw)];
-                    const float wv = wt[static_cast<size_t>(((m * cpg + c) * w.kernel[0] + kd) * w.kernel[1] * w.kernel[2] +
-                                                            kh * w.kernel[2] + kw)];
-                    acc += v(xv) * v(wv);
-                  }
-                }
-              }
-            }
-            y[o] = acc;
-          }
-        }
-      }
-    }
-  }
-  return y;
-}
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& f : v) f = dist(rng);
-  return v;
-}
-
-struct Data {
-  std::vector<float> x, w, b;
-};
-
-Data make_data(const ConvGemmShape& s, uint32_t seed) {
-  return {random_floats(static_cast<size_t>(s.batch * s.in_channels * s.w.in_size()), seed),
-          random_floats(static_cast<size_t>(s.out_channels * (s.in_channels / s.group) * s.w.kernel_size()), seed + 1),
-          random_floats(static_cast<size_t>(s.out_channels), seed + 2)};
-}
-
-std::vector<float> run_gemm(const ConvGemmShape& s, const Data& d, bool bias, int threads) {
+std::vector<float> run_gemm(Isa isa, const ConvShape& s, const ConvData& d, bool bias, int threads) {
+  kernels::ConvFilter filter;
+  filter.pack(kernels::sgemm::sgemm_table(isa), d.w.data(), bias ? d.b.data() : nullptr, s.out_channels, s.group,
+              s.in_channels / s.group * s.w.kernel_size());
   threading::ScopedThreadLimit limit(threads);
   // Prefilled with NaN: every output must be written before it is read.
   std::vector<float> y(static_cast<size_t>(s.batch * s.out_channels * s.w.out_size()),
                        std::numeric_limits<float>::quiet_NaN());
-  kernels::conv_f32_gemm(s, d.x.data(), d.w.data(), bias ? d.b.data() : nullptr, y.data());
+  kernels::conv_f32_gemm(s, filter, d.x.data(), y.data());
   return y;
 }
 
-void expect_matches_reference(const ConvGemmShape& s, const Data& d, bool bias, const std::vector<float>& got) {
-  const std::vector<double> want = reference(s, d.x, d.w, bias ? d.b.data() : nullptr, false);
-  const std::vector<double> magnitude = reference(s, d.x, d.w, bias ? d.b.data() : nullptr, true);
-  ASSERT_EQ(got.size(), want.size());
-  int reported = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const bool ok = std::isnan(want[i]) ? std::isnan(got[i])
-                    : std::isinf(want[i]) ? got[i] == want[i]
-                                          : std::abs(got[i] - want[i]) <= 1e-5 * magnitude[i] + 1e-6;
-    if (!ok && reported++ < 5) ADD_FAILURE() << "output " << i << ": got " << got[i] << ", want " << want[i];
-  }
-  EXPECT_EQ(reported, 0) << "mismatches";
-}
-
-void check_case(const Case& c, uint32_t seed) {
+// At every ISA level this CPU has, with and without bias: the reference's
+// values at one thread, the same bits at two and three.
+void check_case(const ConvCase& c, uint32_t seed) {
   SCOPED_TRACE(testing::Message() << "N=" << c.batch << " C=" << c.in_channels << " M=" << c.out_channels
                                   << " group=" << c.group << " in=" << c.in[0] << "x" << c.in[1] << "x" << c.in[2]
                                   << " kernel=" << c.kernel[0] << "x" << c.kernel[1] << "x" << c.kernel[2]);
-  const ConvGemmShape s = shape_of(c);
-  const Data d = make_data(s, seed);
-  for (bool bias : {false, true}) {
-    const std::vector<float> one = run_gemm(s, d, bias, 1);
-    expect_matches_reference(s, d, bias, one);
-    const std::vector<float> four = run_gemm(s, d, bias, 4);
-    ASSERT_EQ(one.size(), four.size());
-    EXPECT_EQ(0, std::memcmp(one.data(), four.data(), one.size() * sizeof(float))) << "thread counts differ";
+  const ConvShape s = conv_shape_of(c);
+  const ConvData d = make_conv_data(s, seed);
+  for (Isa isa : available_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    for (bool bias : {false, true}) {
+      const std::vector<float> one = run_gemm(isa, s, d, bias, 1);
+      expect_conv_matches_reference(s, d, bias, one);
+      for (int threads : {2, 3}) {
+        const std::vector<float> more = run_gemm(isa, s, d, bias, threads);
+        ASSERT_EQ(one.size(), more.size());
+        EXPECT_EQ(0, std::memcmp(one.data(), more.data(), one.size() * sizeof(float))) << threads << " threads differ";
+      }
+    }
   }
 }
 
@@ -159,9 +82,17 @@ TEST(ConvGemm, Pointwise) {
   check_case({1, 4, 1, 1, {1, 1, 10}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}}, 10);  // one output row
 }
 
-// More column floats than one GEMM holds: chunk boundaries fall inside a line.
-TEST(ConvGemm, ChunkedImages) {
-  check_case({1, 16, 4, 1, {1, 200, 200}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}}, 11);
+// Panels of output positions that begin and end inside a line.
+TEST(ConvGemm, PanelsAcrossLines) {
+  check_case({1, 16, 4, 1, {1, 40, 45}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}}, 11);
+  check_case({1, 3, 14, 1, {1, 23, 5}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 0}, {0, 1, 2}}, 15);
+}
+
+// K (channels x taps, plus the bias column) cut into blocks: Whisper's strided
+// 1-D shape and a 2-D one.
+TEST(ConvGemm, DeepK) {
+  check_case({1, 96, 20, 1, {1, 1, 75}, {1, 1, 3}, {1, 1, 2}, {1, 1, 1}, {0, 0, 1}, {0, 0, 1}}, 16);
+  check_case({2, 40, 13, 1, {1, 6, 37}, {1, 3, 3}, {1, 1, 1}, {1, 2, 1}, {0, 2, 1}, {0, 1, 1}}, 17);
 }
 
 TEST(ConvGemm, ZeroSize) {
@@ -170,13 +101,57 @@ TEST(ConvGemm, ZeroSize) {
 }
 
 TEST(ConvGemm, NanAndInfPropagate) {
-  const Case c{1, 3, 4, 1, {1, 6, 7}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}};
-  const ConvGemmShape s = shape_of(c);
-  Data d = make_data(s, 14);
+  const ConvCase c{1, 3, 4, 1, {1, 6, 7}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}};
+  const ConvShape s = conv_shape_of(c);
+  ConvData d = make_conv_data(s, 14);
   d.x[0] = std::numeric_limits<float>::quiet_NaN();
   d.x[s.w.in_size() + 17] = std::numeric_limits<float>::infinity();
   d.x[2 * s.w.in_size() + 41] = -std::numeric_limits<float>::infinity();
-  for (bool bias : {false, true}) expect_matches_reference(s, d, bias, run_gemm(s, d, bias, 1));
+  for (Isa isa : available_isas()) {
+    for (bool bias : {false, true}) expect_conv_matches_reference(s, d, bias, run_gemm(isa, s, d, bias, 1));
+  }
+}
+
+// The Conv op with W and B given as constants or at run time: constants are
+// packed once at creation (and their inputs released), with the same bits.
+Result<std::vector<Tensor>> run_conv(const std::vector<const Tensor*>& inputs, bool constant, int64_t group,
+                                     bool* prepacked) {
+  ir::Node node;
+  node.name = "test_Conv";
+  node.op_type = "Conv";
+  node.opset = 17;
+  node.attributes = {attr_int("group", group), attr_ints("pads", {1, 1, 1, 1})};
+  std::vector<DType> dtypes;
+  std::vector<const Tensor*> constants;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    dtypes.push_back(inputs[i]->dtype());
+    constants.push_back(constant && i > 0 ? inputs[i] : nullptr);
+  }
+  node.num_explicit_inputs = inputs.size();
+  kernels::KernelInit init{node, dtypes, constants, nullptr};
+  EMBER_ASSIGN_OR_RETURN(auto kernel, kernels::create_kernel(init));
+  *prepacked = kernel->prepacked_input(1) && kernel->prepacked_input(2) && kernel->packed_bytes() > 0;
+  return kernels::evaluate(*kernel, inputs, 1);
+}
+
+TEST(ConvGemm, ConstantFilterPackedOnceWithTheSameBits) {
+  const ConvShape s = conv_shape_of({2, 6, 14, 2, {1, 9, 17}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}});
+  const ConvData d = make_conv_data(s, 900);
+  Tensor x = make_tensor<float>({2, 6, 9, 17}, d.x);
+  Tensor w = make_tensor<float>({14, 3, 3, 3}, d.w);
+  Tensor b = make_tensor<float>({14}, d.b);
+  bool packed = false;
+  auto runtime = run_conv({&x, &w, &b}, false, 2, &packed);
+  ASSERT_TRUE(runtime.is_ok()) << runtime.status().to_string();
+  EXPECT_FALSE(packed);
+  auto constant = run_conv({&x, &w, &b}, true, 2, &packed);
+  ASSERT_TRUE(constant.is_ok()) << constant.status().to_string();
+  EXPECT_TRUE(packed);
+  const std::vector<float> a = values_of<float>(runtime.value()[0]), c = values_of<float>(constant.value()[0]);
+  expect_conv_matches_reference(s, d, true, c);
+  ASSERT_EQ(a.size(), c.size());
+  EXPECT_EQ(0, std::memcmp(a.data(), c.data(), a.size() * sizeof(float)));
+
 }
 
 }  // namespace

@@ -1,23 +1,22 @@
-// Conv (1-D to 3-D, grouped, dilated, strided, padded): f32 through im2col and
-// the sgemm driver (kernels/conv/conv_gemm.h), other float types through a
-// direct reference loop over output positions with a compute_t<T> accumulator.
+// Conv (1-D to 3-D, grouped, dilated, strided, padded): f32 through the filter
+// packed once as a GEMM's A against im2col panels (kernels/conv/conv_f32.h);
+// other float types and EMBER_REFERENCE=1 through a direct reference loop over
+// output positions with a compute_t<T> accumulator.
 #include <algorithm>
 #include <memory>
 
-#include "kernels/conv/conv_gemm.h"
+#include "kernels/conv/conv_f32.h"
 #include "kernels/matmul/matmul_ops.h"
+#include "kernels/matmul/sgemm_ukernels.h"
 #include "kernels/matmul/window.h"
 
 namespace ember::kernels {
 namespace {
 
-struct ConvShape {
-  int64_t batch = 0, in_channels = 0, out_channels = 0, group = 1;
-};
-
 template <typename T>
-void conv_ref(const ConvShape& s, const Window3d& w, const T* x, const T* weights, const T* bias, T* y) {
+void conv_ref(const ConvShape& s, const T* x, const T* weights, const T* bias, T* y) {
   using Acc = compute_t<T>;
+  const Window3d& w = s.w;
   const int64_t cpg = s.in_channels / s.group, mpg = s.out_channels / s.group;
   const int64_t in_size = w.in_size(), kernel_size = w.kernel_size();
   for (int64_t n = 0; n < s.batch; ++n) {
@@ -45,40 +44,62 @@ void conv_ref(const ConvShape& s, const Window3d& w, const T* x, const T* weight
 
 class ConvKernel final : public OpKernel {
  public:
-  ConvKernel(DType dtype, WindowAttrs attrs, int64_t group) : dtype_(dtype), attrs_(std::move(attrs)), group_(group) {}
+  // `fast`: f32 outside EMBER_REFERENCE=1; `filter`: W (and B) packed at
+  // creation, or empty.
+  ConvKernel(DType dtype, WindowAttrs attrs, int64_t group, bool fast, ConvFilter filter)
+      : dtype_(dtype), attrs_(std::move(attrs)), group_(group), fast_(fast), filter_(std::move(filter)) {}
 
   Status infer(KernelContext& ctx) const override {
-    ConvShape s;
-    EMBER_ASSIGN_OR_RETURN(Window3d w, geometry(ctx, s));
-    ctx.set_output(0, dtype_, window_output_shape(s.batch, s.out_channels, w, ctx.input(0).shape().size() - 2));
+    EMBER_ASSIGN_OR_RETURN(const ConvShape s, geometry(ctx));
+    ctx.set_output(0, dtype_, window_output_shape(s.batch, s.out_channels, s.w, ctx.input(0).shape().size() - 2));
     return Status::ok();
   }
 
   Status run(KernelContext& ctx) const override {
-    ConvShape s;
-    EMBER_ASSIGN_OR_RETURN(Window3d w, geometry(ctx, s));
-    const bool has_bias = ctx.has_input(2);
-    if (dtype_ == DType::kF32) {
-      conv_f32_gemm({s.batch, s.in_channels, s.out_channels, s.group, w}, ctx.input(0).data_as<float>(),
-                    ctx.input(1).data_as<float>(), has_bias ? ctx.input(2).data_as<float>() : nullptr,
-                    ctx.output(0).data_as<float>());
+    EMBER_ASSIGN_OR_RETURN(const ConvShape s, geometry(ctx));
+    if (fast_) {
+      run_f32(ctx, s);
       return Status::ok();
     }
+    const bool has_bias = ctx.has_input(2);
     EMBER_SWITCH_FLOAT(dtype_, T,
-                       conv_ref<T>(s, w, ctx.input(0).data_as<T>(), ctx.input(1).data_as<T>(),
+                       conv_ref<T>(s, ctx.input(0).data_as<T>(), ctx.input(1).data_as<T>(),
                                    has_bias ? ctx.input(2).data_as<T>() : nullptr, ctx.output(0).data_as<T>()),
                        return internal_error("Conv: unexpected dtype {}", dtype_name(dtype_)));
     return Status::ok();
   }
 
+  bool prepacked_input(size_t i) const override {
+    return !filter_.empty() && (i == 1 || (i == 2 && filter_.has_bias()));
+  }
+  int64_t packed_bytes() const override { return filter_.bytes(); }
+
  private:
-  Result<Window3d> geometry(const KernelContext& ctx, ConvShape& s) const {
+  void run_f32(KernelContext& ctx, const ConvShape& s) const {
+    const float* x = ctx.input(0).data_as<float>();
+    float* y = ctx.output(0).data_as<float>();
+    if (!filter_.empty()) {
+      conv_f32_gemm(s, filter_, x, y);
+      return;
+    }
+    const float* w = ctx.input(1).data_as<float>();
+    const float* bias = ctx.has_input(2) ? ctx.input(2).data_as<float>() : nullptr;
+    // W or B computed at run time: packed on every run, into a buffer that
+    // keeps its capacity.
+    thread_local ConvFilter t_filter;
+    t_filter.pack(sgemm::sgemm_table(), w, bias, s.out_channels, s.group,
+                  s.in_channels / s.group * s.w.kernel_size());
+    conv_f32_gemm(s, t_filter, x, y);
+  }
+
+  Result<ConvShape> geometry(const KernelContext& ctx) const {
     const Shape& x = ctx.input(0).shape();
     const Shape& wt = ctx.input(1).shape();
     if (x.size() < 3 || wt.size() != x.size()) {
       return invalid_argument("X {} must be N x C x spatial and W {} of the same rank", shape_to_string(x),
                               shape_to_string(wt));
     }
+    ConvShape s;
     s.batch = x[0];
     s.in_channels = x[1];
     s.out_channels = wt[0];
@@ -98,13 +119,31 @@ class ConvKernel final : public OpKernel {
         return invalid_argument("B {} must have shape [{}]", shape_to_string(b), s.out_channels);
       }
     }
-    return resolve_window(attrs_, std::span<const int64_t>(x.begin() + 2, x.end()), kernel);
+    EMBER_ASSIGN_OR_RETURN(s.w, resolve_window(attrs_, std::span<const int64_t>(x.begin() + 2, x.end()), kernel));
+    return s;
   }
 
   DType dtype_;
   WindowAttrs attrs_;
   int64_t group_;
+  bool fast_;
+  ConvFilter filter_;
 };
+
+// W (and B, when present) packed for the GEMM path at creation, when both are
+// constants of a shape that fits `group`; else empty.
+ConvFilter pack_constant_filter(const KernelInit& init, int64_t group) {
+  ConvFilter filter;
+  const Tensor* w = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
+  const bool has_bias = input_dtype(init, 2) != DType::kUndefined;
+  const Tensor* b = has_bias && init.constant_inputs.size() > 2 ? init.constant_inputs[2] : nullptr;
+  if (w == nullptr || w->data() == nullptr || w->rank() < 3 || w->dim(0) % group != 0) return filter;
+  if (has_bias && (b == nullptr || b->data() == nullptr || b->rank() != 1 || b->dim(0) != w->dim(0))) return filter;
+  const int64_t out_channels = w->dim(0);
+  filter.pack(sgemm::sgemm_table(), w->data_as<float>(), has_bias ? b->data_as<float>() : nullptr, out_channels, group,
+              out_channels == 0 ? 0 : w->numel() / out_channels);
+  return filter;
+}
 
 }  // namespace
 
@@ -115,7 +154,9 @@ Result<std::unique_ptr<OpKernel>> create_conv(const KernelInit& init) {
   const int64_t group = reader.get_int("group", 1);
   EMBER_RETURN_IF_ERROR(reader.status());
   if (group < 1) return invalid_argument("group must be >= 1, got {}", group);
-  return std::unique_ptr<OpKernel>(std::make_unique<ConvKernel>(t, std::move(attrs), group));
+  const bool fast = t == DType::kF32 && !reference_mode();
+  ConvFilter filter = fast ? pack_constant_filter(init, group) : ConvFilter();
+  return std::unique_ptr<OpKernel>(std::make_unique<ConvKernel>(t, std::move(attrs), group, fast, std::move(filter)));
 }
 
 }  // namespace ember::kernels
