@@ -152,6 +152,12 @@ TEST(ConvGemm, ConstantFilterPackedOnceWithTheSameBits) {
   ASSERT_EQ(a.size(), c.size());
   EXPECT_EQ(0, std::memcmp(a.data(), c.data(), a.size() * sizeof(float)));
 
+  // Depthwise reads W as it is: nothing packed.
+  Tensor x1 = make_tensor<float>({1, 2, 4, 4}, std::vector<float>(32, 1.0f));
+  Tensor w1 = make_tensor<float>({2, 1, 3, 3}, std::vector<float>(18, 1.0f));
+  Tensor b1 = make_tensor<float>({2}, {0.5f, -0.5f});
+  ASSERT_TRUE(run_conv({&x1, &w1, &b1}, true, 2, &packed).is_ok());
+  EXPECT_FALSE(packed);
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 #pragma once
-// Conv's f32 fast path: a GEMM of the packed weights against columns that
-// im2col writes straight into the sgemm microkernel's panels.
+// Conv's two f32 fast paths: a direct depthwise kernel (one input channel per
+// group) and, for every other Conv, a GEMM of the packed weights against
+// columns that im2col writes straight into the sgemm microkernel's panels.
 #include <cstdint>
 
 #include "base/buffer.h"
+#include "kernels/conv/conv_depthwise_ukernels.h"
 #include "kernels/matmul/sgemm_ukernels.h"
 #include "kernels/matmul/window.h"
 
@@ -15,6 +17,15 @@ struct ConvShape {
   int64_t batch = 0, in_channels = 0, out_channels = 0, group = 1;
   Window3d w;
 };
+
+// in_channels == group: each output channel reads one input channel.
+inline bool conv_is_depthwise(const ConvShape& s) { return s.in_channels == s.group; }
+
+// Per output channel and row, the window slid along the width by the table's
+// rows microkernel (conv_depthwise_ukernels.h); threads split (batch, channel,
+// output row). Same bits for every thread count.
+void conv_f32_depthwise(const dwconv::DwconvTable& t, const ConvShape& s, const float* x, const float* weights,
+                        const float* bias, float* y);
 
 // The GEMM's A for one Conv: per group, out_channels / group rows of
 // [bias, W row] (the bias column only when there is a bias; the columns carry

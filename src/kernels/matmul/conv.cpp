@@ -1,7 +1,8 @@
-// Conv (1-D to 3-D, grouped, dilated, strided, padded): f32 through the filter
-// packed once as a GEMM's A against im2col panels (kernels/conv/conv_f32.h);
-// other float types and EMBER_REFERENCE=1 through a direct reference loop over
-// output positions with a compute_t<T> accumulator.
+// Conv (1-D to 3-D, grouped, dilated, strided, padded): f32 through the direct
+// depthwise kernel (one input channel per group) or the filter packed once as
+// a GEMM's A against im2col panels (kernels/conv/conv_f32.h); other float types
+// and EMBER_REFERENCE=1 through a direct reference loop over output positions
+// with a compute_t<T> accumulator.
 #include <algorithm>
 #include <memory>
 
@@ -84,6 +85,10 @@ class ConvKernel final : public OpKernel {
     }
     const float* w = ctx.input(1).data_as<float>();
     const float* bias = ctx.has_input(2) ? ctx.input(2).data_as<float>() : nullptr;
+    if (conv_is_depthwise(s)) {
+      conv_f32_depthwise(dwconv::dwconv_table(), s, x, w, bias, y);
+      return;
+    }
     // W or B computed at run time: packed on every run, into a buffer that
     // keeps its capacity.
     thread_local ConvFilter t_filter;
@@ -131,13 +136,16 @@ class ConvKernel final : public OpKernel {
 };
 
 // W (and B, when present) packed for the GEMM path at creation, when both are
-// constants of a shape that fits `group`; else empty.
+// constants of a shape that fits `group` and the Conv is not depthwise (W's
+// second dim, C / group, is 1: that path reads W as it is); else empty.
 ConvFilter pack_constant_filter(const KernelInit& init, int64_t group) {
   ConvFilter filter;
   const Tensor* w = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
   const bool has_bias = input_dtype(init, 2) != DType::kUndefined;
   const Tensor* b = has_bias && init.constant_inputs.size() > 2 ? init.constant_inputs[2] : nullptr;
-  if (w == nullptr || w->data() == nullptr || w->rank() < 3 || w->dim(0) % group != 0) return filter;
+  if (w == nullptr || w->data() == nullptr || w->rank() < 3 || w->dim(0) % group != 0 || w->dim(1) == 1) {
+    return filter;
+  }
   if (has_bias && (b == nullptr || b->data() == nullptr || b->rank() != 1 || b->dim(0) != w->dim(0))) return filter;
   const int64_t out_channels = w->dim(0);
   filter.pack(sgemm::sgemm_table(), w->data_as<float>(), has_bias ? b->data_as<float>() : nullptr, out_channels, group,
