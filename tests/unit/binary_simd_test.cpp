@@ -1,8 +1,9 @@
 // Binary elementwise fast paths: every f32 table entry at every ISA level
-// against an independent double-precision reference (tails, unaligned pointers,
-// in place, NaN/Inf/zero/denormal inputs), and the op objects' broadcast forms
-// (same shape, scalar, row bias, column, outer, general, zero-size) for each
-// dtype family, with results identical at 1 and 2 threads.
+// against an independent double-precision reference (tails, guard pages on
+// either side, unaligned pointers, in place, NaN/Inf/zero/denormal inputs), and
+// the op objects' broadcast forms (same shape, scalar, row bias, column, outer,
+// general, zero-size) for each dtype family, with results identical at 1 and 2
+// threads.
 // ctest: every ISA level
 // ctest: emulated CPUs
 #include <cmath>
@@ -11,10 +12,12 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "base/isa.h"
+#include "guard_buffer.h"
 #include "kernels/elementwise/binary_ukernels.h"
 #include "op_test_util.h"
 #include "threading/thread_pool.h"
@@ -66,34 +69,35 @@ const BinaryKind kKinds[] = {BinaryKind::kAdd, BinaryKind::kSub, BinaryKind::kMu
 enum class Form { kVV, kVS, kSV };
 enum class Alias { kNone, kA, kB };
 
-// Runs one entry on operands offset by one element from the allocation start
-// (unaligned), with y optionally aliasing a or b, and checks every element plus
-// a sentinel past the end.
+// Runs one entry with each operand against a guard page (the scalar operand of
+// kVS/kSV is one element), first at the end and then at the start, with y
+// optionally aliasing a or b, and checks every element.
 void check_entry(Isa isa, BinaryKind kind, Form form, Alias alias, int64_t n) {
   const auto& t = kernels::binary_table(isa);
   const int k = static_cast<int>(kind);
   const kernels::BinaryF32Fn fn = form == Form::kVV ? t.vv[k] : form == Form::kVS ? t.vs[k] : t.sv[k];
   const size_t len = static_cast<size_t>(n) + 2;
-  std::vector<float> a = special_mix(len, static_cast<uint32_t>(n * 7 + k));
-  std::vector<float> b = special_mix(len, static_cast<uint32_t>(n * 13 + k + 1));
-  std::vector<float> y(len, 12345.0f);
-  const std::vector<float> a0 = a, b0 = b;
-  float* pa = a.data() + 1;
-  float* pb = b.data() + 1;
-  float* py = alias == Alias::kA ? pa : alias == Alias::kB ? pb : y.data() + 1;
-  fn(pa, pb, py, n);
-  const std::string where = std::string(isa_name(isa)) + " kind " + std::to_string(k) + " form " +
-                            std::to_string(static_cast<int>(form)) + " alias " +
-                            std::to_string(static_cast<int>(alias)) + " n " + std::to_string(n);
-  for (int64_t i = 0; i < n; ++i) {
-    const float av = form == Form::kSV ? a0[1] : a0[1 + i];
-    const float bv = form == Form::kVS ? b0[1] : b0[1 + i];
-    const float want = reference(kind, av, bv);
-    ASSERT_TRUE(same_float(py[i], want)) << where << " at " << i << ": op(" << av << ", " << bv << ") = " << py[i]
-                                         << ", want " << want;
+  const std::vector<float> a0 = special_mix(len, static_cast<uint32_t>(n * 7 + k));
+  const std::vector<float> b0 = special_mix(len, static_cast<uint32_t>(n * 13 + k + 1));
+  const std::span<const float> a_values = std::span(a0).subspan(1, form == Form::kSV ? 1 : static_cast<size_t>(n));
+  const std::span<const float> b_values = std::span(b0).subspan(1, form == Form::kVS ? 1 : static_cast<size_t>(n));
+  for (test::GuardAt at : test::kBothGuards) {
+    test::GuardedBuffer<float> a(a_values, at), b(b_values, at);
+    test::GuardedBuffer<float> y(static_cast<size_t>(n), at);
+    float* py = alias == Alias::kA ? a.data() : alias == Alias::kB ? b.data() : y.data();
+    fn(a.data(), b.data(), py, n);
+    const std::string where = std::string(isa_name(isa)) + " kind " + std::to_string(k) + " form " +
+                              std::to_string(static_cast<int>(form)) + " alias " +
+                              std::to_string(static_cast<int>(alias)) + " n " + std::to_string(n) + " " +
+                              test::guard_name(at);
+    for (int64_t i = 0; i < n; ++i) {
+      const float av = form == Form::kSV ? a0[1] : a0[1 + i];
+      const float bv = form == Form::kVS ? b0[1] : b0[1 + i];
+      const float want = reference(kind, av, bv);
+      ASSERT_TRUE(same_float(py[i], want)) << where << " at " << i << ": op(" << av << ", " << bv << ") = " << py[i]
+                                           << ", want " << want;
+    }
   }
-  const float after = alias == Alias::kA ? a0[1 + n] : alias == Alias::kB ? b0[1 + n] : 12345.0f;
-  EXPECT_TRUE(same_float(py[n], after)) << where << ": wrote past the end";
 }
 
 TEST(BinaryMicrokernels, EveryEntryEveryIsaMatchesReference) {

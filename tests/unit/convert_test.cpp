@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "base/isa.h"
 #include "kernels/common/convert.h"
+#include "unit/guard_buffer.h"
 
 namespace ember::kernels {
 namespace {
@@ -70,19 +72,24 @@ TEST(Convert, F16AndBf16ToF32AreExactForEveryBitPattern) {
   std::vector<uint16_t> all(65536);
   for (uint32_t i = 0; i < 65536; ++i) all[i] = static_cast<uint16_t>(i);
   for (Isa isa : available_isas()) {
-    const ConvertTable& t = convert_table(isa);
-    std::vector<float> out(all.size() + 1);
-    t.f16_to_f32(all.data(), out.data() + 1, static_cast<int64_t>(all.size()));  // unaligned output
-    for (uint32_t i = 0; i < 65536; ++i) {
-      const float want = f16_value(static_cast<uint16_t>(i));
-      if (std::isnan(want)) {
-        ASSERT_TRUE(std::isnan(out[i + 1])) << isa_name(isa) << " f16 " << i;
-      } else {
-        ASSERT_EQ(bits_of(out[i + 1]), bits_of(want)) << isa_name(isa) << " f16 " << i;
+    for (test::GuardAt at : test::kBothGuards) {
+      const ConvertTable& t = convert_table(isa);
+      const test::GuardedBuffer<uint16_t> in(all, at);
+      test::GuardedBuffer<float> out(all.size(), at);
+      t.f16_to_f32(in.data(), out.data(), static_cast<int64_t>(all.size()));
+      for (uint32_t i = 0; i < 65536; ++i) {
+        const float want = f16_value(static_cast<uint16_t>(i));
+        if (std::isnan(want)) {
+          ASSERT_TRUE(std::isnan(out[i])) << isa_name(isa) << " f16 " << i << " " << test::guard_name(at);
+        } else {
+          ASSERT_EQ(bits_of(out[i]), bits_of(want)) << isa_name(isa) << " f16 " << i << " " << test::guard_name(at);
+        }
+      }
+      t.bf16_to_f32(in.data(), out.data(), static_cast<int64_t>(all.size()));
+      for (uint32_t i = 0; i < 65536; ++i) {
+        ASSERT_EQ(bits_of(out[i]), i << 16) << isa_name(isa) << " bf16 " << i << " " << test::guard_name(at);
       }
     }
-    t.bf16_to_f32(all.data(), out.data(), static_cast<int64_t>(all.size()));
-    for (uint32_t i = 0; i < 65536; ++i) ASSERT_EQ(bits_of(out[i]), i << 16) << isa_name(isa) << " bf16 " << i;
   }
 }
 
@@ -93,16 +100,19 @@ TEST(Convert, F32ToF16RoundsToNearestEven) {
   for (Isa isa : available_isas()) {
     for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{31}, int64_t{32},
                       int64_t{33}, int64_t{47}, static_cast<int64_t>(in.size())}) {
-      std::vector<uint16_t> out(static_cast<size_t>(n) + 1, 0xabcd);
-      convert_table(isa).f32_to_f16(in.data(), out.data(), n);
-      for (int64_t i = 0; i < n; ++i) {
-        if (std::isnan(in[i])) {
-          EXPECT_TRUE((out[i] & 0x7c00) == 0x7c00 && (out[i] & 0x3ff) != 0) << isa_name(isa) << " NaN";
-        } else {
-          ASSERT_EQ(out[i], want[i]) << isa_name(isa) << " x=" << in[i] << " n=" << n;
+      for (test::GuardAt at : test::kBothGuards) {
+        const std::span<const float> values = std::span(in).first(static_cast<size_t>(n));
+        const test::GuardedBuffer<float> x(values, at);
+        test::GuardedBuffer<uint16_t> out(static_cast<size_t>(n), at);
+        convert_table(isa).f32_to_f16(x.data(), out.data(), n);
+        for (int64_t i = 0; i < n; ++i) {
+          if (std::isnan(in[i])) {
+            EXPECT_TRUE((out[i] & 0x7c00) == 0x7c00 && (out[i] & 0x3ff) != 0) << isa_name(isa) << " NaN";
+          } else {
+            ASSERT_EQ(out[i], want[i]) << isa_name(isa) << " x=" << in[i] << " n=" << n << " " << test::guard_name(at);
+          }
         }
       }
-      EXPECT_EQ(out[n], 0xabcd) << isa_name(isa) << ": wrote past the end, n=" << n;
     }
   }
 }
@@ -111,28 +121,31 @@ TEST(Convert, F32ToBf16RoundsToNearestEven) {
   const std::vector<float> in = interesting_floats();
   for (Isa isa : available_isas()) {
     for (size_t len : {size_t{0}, size_t{1}, size_t{17}, size_t{31}, size_t{32}, size_t{33}, size_t{47}, in.size()}) {
-      std::vector<uint16_t> out(len + 1, 0xabcd);
-      convert_table(isa).f32_to_bf16(in.data(), out.data(), static_cast<int64_t>(len));
-      for (size_t i = 0; i < len; ++i) {
-        const uint32_t u = bits_of(in[i]);
-        if (std::isnan(in[i])) {
-          EXPECT_TRUE((out[i] & 0x7f80) == 0x7f80 && (out[i] & 0x7f) != 0) << isa_name(isa) << " NaN";
-          continue;
+      for (test::GuardAt at : test::kBothGuards) {
+        const std::span<const float> values = std::span(in).first(len);
+        const test::GuardedBuffer<float> x(values, at);
+        test::GuardedBuffer<uint16_t> out(len, at);
+        convert_table(isa).f32_to_bf16(x.data(), out.data(), static_cast<int64_t>(len));
+        for (size_t i = 0; i < len; ++i) {
+          const uint32_t u = bits_of(in[i]);
+          if (std::isnan(in[i])) {
+            EXPECT_TRUE((out[i] & 0x7f80) == 0x7f80 && (out[i] & 0x7f) != 0) << isa_name(isa) << " NaN";
+            continue;
+          }
+          if (std::isinf(in[i])) {
+            ASSERT_EQ(out[i], u >> 16) << isa_name(isa);
+            continue;
+          }
+          // Nearest of the two candidates by exact distance, ties to the even one.
+          const uint32_t lo = u & 0xffff0000u, hi = lo + 0x10000u;
+          const double d_lo = std::fabs(static_cast<double>(from_bits(lo)) - in[i]);
+          const double d_hi = std::isinf(from_bits(hi))
+                                  ? std::fabs(std::ldexp(1.0, 128) - std::fabs(static_cast<double>(in[i])))
+                                  : std::fabs(static_cast<double>(from_bits(hi)) - in[i]);
+          const uint32_t want = (d_lo < d_hi || (d_lo == d_hi && ((lo >> 16) & 1) == 0)) ? lo : hi;
+          ASSERT_EQ(out[i], want >> 16) << isa_name(isa) << " x=" << in[i] << " " << test::guard_name(at);
         }
-        if (std::isinf(in[i])) {
-          ASSERT_EQ(out[i], u >> 16) << isa_name(isa);
-          continue;
-        }
-        // Nearest of the two candidates by exact distance, ties to the even one.
-        const uint32_t lo = u & 0xffff0000u, hi = lo + 0x10000u;
-        const double d_lo = std::fabs(static_cast<double>(from_bits(lo)) - in[i]);
-        const double d_hi = std::isinf(from_bits(hi))
-                                ? std::fabs(std::ldexp(1.0, 128) - std::fabs(static_cast<double>(in[i])))
-                                : std::fabs(static_cast<double>(from_bits(hi)) - in[i]);
-        const uint32_t want = (d_lo < d_hi || (d_lo == d_hi && ((lo >> 16) & 1) == 0)) ? lo : hi;
-        ASSERT_EQ(out[i], want >> 16) << isa_name(isa) << " x=" << in[i];
       }
-      EXPECT_EQ(out[len], 0xabcd) << isa_name(isa) << ": wrote past the end, n=" << len;
     }
   }
 }

@@ -11,11 +11,13 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "base/isa.h"
 #include "kernels/norm/row_ukernels.h"
 #include "threading/thread_pool.h"
+#include "unit/guard_buffer.h"
 #include "unit/op_test_util.h"
 
 namespace ember {
@@ -40,14 +42,20 @@ std::vector<float> random_values(int64_t n, uint32_t seed, float lo = -3.0f, flo
   return v;
 }
 
-// Buffers offset by one float from a 64-byte boundary: unaligned SIMD accesses.
-struct Unaligned {
-  explicit Unaligned(const std::vector<float>& v) : storage(v.size() + 1) {
-    std::copy(v.begin(), v.end(), storage.begin() + 1);
-  }
-  float* data() { return storage.data() + 1; }
-  std::vector<float> storage;
+// The microkernels' rows sit against a guard page (guard_buffer.h): each size
+// at the end guard (unaligned unless n is a multiple of 16) and at the start one.
+using Guarded = test::GuardedBuffer<float>;
+struct Case {
+  int64_t n;
+  test::GuardAt at;
 };
+const std::vector<Case> kCases = [] {
+  std::vector<Case> cases;
+  for (int64_t n : kSizes) {
+    for (test::GuardAt at : test::kBothGuards) cases.push_back({n, at});
+  }
+  return cases;
+}();
 
 double sum_of(const std::vector<double>& v) {
   double s = 0;
@@ -59,23 +67,25 @@ void expect_rel(double got, double want, double scale, double tol, const std::st
   EXPECT_NEAR(got, want, tol * (scale + std::fabs(want))) << what;
 }
 
-std::string where(Isa isa, int64_t n) { return std::string(isa_name(isa)) + " n=" + std::to_string(n); }
+std::string where(Isa isa, int64_t n, test::GuardAt at) {
+  return std::string(isa_name(isa)) + " n=" + std::to_string(n) + " " + test::guard_name(at);
+}
 
 TEST(RowUkernels, SumsAndVarianceMatchDouble) {
   for (Isa isa : available_isas()) {
     const RowTable& t = kernels::row_table(isa);
-    for (int64_t n : kSizes) {
+    for (const auto& [n, at] : kCases) {
       const std::vector<float> v = random_values(n, 1 + static_cast<uint32_t>(n), -2.0f, 5.0f);
-      Unaligned x(v);
+      Guarded x(v, at);
       double sum = 0, abs_sum = 0, sq = 0, dev = 0;
       for (float f : v) sum += f, abs_sum += std::fabs(f), sq += double(f) * f;
       const double mean = n ? sum / n : 0;
       for (float f : v) dev += (f - mean) * (f - mean);
-      expect_rel(t.sum(x.data(), n), sum, abs_sum, 2e-6, "sum " + where(isa, n));
-      expect_rel(t.sum_sq_dev(x.data(), n, static_cast<float>(mean)), dev, 0, 2e-6, "sum_sq_dev " + where(isa, n));
-      expect_rel(t.sum_f64(x.data(), n), sum, abs_sum, 1e-13, "sum_f64 " + where(isa, n));
-      expect_rel(t.sum_sq_f64(x.data(), n), sq, 0, 1e-13, "sum_sq_f64 " + where(isa, n));
-      expect_rel(t.sum_abs_f64(x.data(), n), abs_sum, 0, 1e-13, "sum_abs_f64 " + where(isa, n));
+      expect_rel(t.sum(x.data(), n), sum, abs_sum, 2e-6, "sum " + where(isa, n, at));
+      expect_rel(t.sum_sq_dev(x.data(), n, static_cast<float>(mean)), dev, 0, 2e-6, "sum_sq_dev " + where(isa, n, at));
+      expect_rel(t.sum_f64(x.data(), n), sum, abs_sum, 1e-13, "sum_f64 " + where(isa, n, at));
+      expect_rel(t.sum_sq_f64(x.data(), n), sq, 0, 1e-13, "sum_sq_f64 " + where(isa, n, at));
+      expect_rel(t.sum_abs_f64(x.data(), n), abs_sum, 0, 1e-13, "sum_abs_f64 " + where(isa, n, at));
     }
   }
 }
@@ -83,32 +93,32 @@ TEST(RowUkernels, SumsAndVarianceMatchDouble) {
 TEST(RowUkernels, NormalizeAndAddInPlace) {
   for (Isa isa : available_isas()) {
     const RowTable& t = kernels::row_table(isa);
-    for (int64_t n : kSizes) {
+    for (const auto& [n, at] : kCases) {
       const std::vector<float> a = random_values(n, 2), b = random_values(n, 3), c = random_values(n, 4);
-      Unaligned x(a), g(b), be(c), y(std::vector<float>(static_cast<size_t>(n), 0.0f));
+      Guarded x(a, at), g(b, at), be(c, at), y(static_cast<size_t>(n), at);
       t.normalize(x.data(), y.data(), n, 0.25f, 1.5f, g.data(), be.data());
       for (int64_t i = 0; i < n; ++i) {
         const double want = (double(a[i]) - 0.25) * 1.5 * b[i] + c[i];
-        expect_rel(y.data()[i], want, 1, 1e-6, "normalize " + where(isa, n));
+        expect_rel(y.data()[i], want, 1, 1e-6, "normalize " + where(isa, n, at));
       }
       t.normalize(x.data(), x.data(), n, 0.25f, 1.5f, g.data(), nullptr);  // in place, no beta
       for (int64_t i = 0; i < n; ++i) {
-        expect_rel(x.data()[i], (double(a[i]) - 0.25) * 1.5 * b[i], 1, 1e-6, "normalize in place " + where(isa, n));
+        expect_rel(x.data()[i], (double(a[i]) - 0.25) * 1.5 * b[i], 1, 1e-6, "normalize in place " + where(isa, n, at));
       }
-      Unaligned s(a);
+      Guarded s(a, at);
       t.add3(s.data(), g.data(), be.data(), s.data(), n);
       for (int64_t i = 0; i < n; ++i) {
-        expect_rel(s.data()[i], double(a[i]) + b[i] + c[i], 1, 1e-6, "add3 " + where(isa, n));
+        expect_rel(s.data()[i], double(a[i]) + b[i] + c[i], 1, 1e-6, "add3 " + where(isa, n, at));
       }
       t.add3(g.data(), be.data(), nullptr, y.data(), n);
       t.scale(y.data(), y.data(), n, -2.0f);
       t.sub2(y.data(), y.data(), n, 0.5f, 0.25f);
       for (int64_t i = 0; i < n; ++i) {
-        expect_rel(y.data()[i], (double(b[i]) + c[i]) * -2.0 - 0.75, 1, 1e-6, "add/scale/sub2 " + where(isa, n));
+        expect_rel(y.data()[i], (double(b[i]) + c[i]) * -2.0 - 0.75, 1, 1e-6, "add/scale/sub2 " + where(isa, n, at));
       }
       float big[2] = {10000.0f, 10001.0f};
       t.sub2(big, big, 2, 10001.0f, 0.3132617f);
-      EXPECT_EQ(big[0], -1.3132617f) << "sub2 rounds x - a first " << where(isa, n);
+      EXPECT_EQ(big[0], -1.3132617f) << "sub2 rounds x - a first " << where(isa, n, at);
     }
   }
 }
@@ -145,31 +155,39 @@ TEST(RowUkernels, RmsEntriesRoundAsOrtAtEveryIsa) {
         for (int64_t i = body; i < n; ++i) l = i < body + (n - body) / 4 * 4 ? l + xr[i] * xr[i] : std::fma(xr[i], xr[i], l);
         lanes8[static_cast<size_t>(r)] = l;
       }
+      // The rows read end with the last row's n-th element, against the guard.
+      const std::span<const float> read = std::span(x).first(static_cast<size_t>((rows - 1) * stride + n));
       for (Isa isa : available_isas()) {
-        const RowTable& t = kernels::row_table(isa);
-        std::vector<float> got_serial(static_cast<size_t>(rows), 0.5f), got_lanes8(static_cast<size_t>(rows), -1.0f);
-        t.sum_squares_serial(x.data(), stride, rows, n, got_serial.data());
-        t.sum_squares_lanes8(x.data(), stride, rows, n, got_lanes8.data());
-        for (int64_t r = 0; r < rows; ++r) {
-          const std::string at = where(isa, n) + " rows=" + std::to_string(rows) + " r=" + std::to_string(r);
-          EXPECT_TRUE(same_bits(got_serial[r], serial[r])) << "serial " << at << ": " << got_serial[r] << " vs " << serial[r];
-          EXPECT_TRUE(same_bits(got_lanes8[r], lanes8[r])) << "lanes8 " << at << ": " << got_lanes8[r] << " vs " << lanes8[r];
+        for (test::GuardAt at : test::kBothGuards) {
+          const RowTable& t = kernels::row_table(isa);
+          const Guarded xg(read, at);
+          Guarded got_serial(static_cast<size_t>(rows), 0.5f, at), got_lanes8(static_cast<size_t>(rows), -1.0f, at);
+          t.sum_squares_serial(xg.data(), stride, rows, n, got_serial.data());
+          t.sum_squares_lanes8(xg.data(), stride, rows, n, got_lanes8.data());
+          for (int64_t r = 0; r < rows; ++r) {
+            const std::string here = where(isa, n, at) + " rows=" + std::to_string(rows) + " r=" + std::to_string(r);
+            EXPECT_TRUE(same_bits(got_serial[r], serial[r]))
+                << "serial " << here << ": " << got_serial[r] << " vs " << serial[r];
+            EXPECT_TRUE(same_bits(got_lanes8[r], lanes8[r]))
+                << "lanes8 " << here << ": " << got_lanes8[r] << " vs " << lanes8[r];
+          }
         }
       }
     }
   }
-  for (int64_t n : kSizes) {
+  for (const auto& [n, at] : kCases) {
     std::vector<float> a = random_values(n, 70), g = random_values(n, 71);
     if (n > 3) a[1] = std::nanf(""), a[2] = kInf, a[3] = -0.0f;
     for (float rms : {0.7310586f, 3.0f, 0.0f, kInf}) {
       for (Isa isa : available_isas()) {
-        Unaligned x(a), y(std::vector<float>(static_cast<size_t>(n), 9.0f));
-        kernels::row_table(isa).rms_scale(x.data(), y.data(), n, rms, g.data());
-        kernels::row_table(isa).rms_scale(x.data(), x.data(), n, rms, g.data());  // in place
+        Guarded x(a, at), y(static_cast<size_t>(n), 9.0f, at), gamma(g, at);
+        kernels::row_table(isa).rms_scale(x.data(), y.data(), n, rms, gamma.data());
+        kernels::row_table(isa).rms_scale(x.data(), x.data(), n, rms, gamma.data());  // in place
         for (int64_t i = 0; i < n; ++i) {
           const float want = a[i] / rms * g[i];
-          EXPECT_TRUE(same_bits(y.data()[i], want)) << "rms_scale " << where(isa, n) << " i=" << i << " rms=" << rms;
-          EXPECT_TRUE(same_bits(x.data()[i], want)) << "rms_scale in place " << where(isa, n) << " i=" << i;
+          EXPECT_TRUE(same_bits(y.data()[i], want))
+              << "rms_scale " << where(isa, n, at) << " i=" << i << " rms=" << rms;
+          EXPECT_TRUE(same_bits(x.data()[i], want)) << "rms_scale in place " << where(isa, n, at) << " i=" << i;
         }
       }
     }
@@ -181,20 +199,20 @@ TEST(RowUkernels, MaxMinPropagateNaN) {
     const RowTable& t = kernels::row_table(isa);
     EXPECT_EQ(t.max(nullptr, 0), -kInf) << isa_name(isa);
     EXPECT_EQ(t.min(nullptr, 0), kInf) << isa_name(isa);
-    for (int64_t n : kSizes) {
+    for (const auto& [n, at] : kCases) {
       if (n == 0) continue;
       std::vector<float> v = random_values(n, 5);
       v[static_cast<size_t>(n) / 2] = 7.5f;
       v[static_cast<size_t>(n) - 1] = n > 1 ? -9.0f : 7.5f;
-      Unaligned x(v);
-      EXPECT_EQ(t.max(x.data(), n), 7.5f) << where(isa, n);
-      EXPECT_EQ(t.min(x.data(), n), n > 1 ? -9.0f : 7.5f) << where(isa, n);
+      Guarded x(v, at);
+      EXPECT_EQ(t.max(x.data(), n), 7.5f) << where(isa, n, at);
+      EXPECT_EQ(t.min(x.data(), n), n > 1 ? -9.0f : 7.5f) << where(isa, n, at);
       for (int64_t pos : {int64_t{0}, n / 2, n - 1}) {
         std::vector<float> w = v;
         w[static_cast<size_t>(pos)] = std::nanf("");
-        Unaligned xn(w);
-        EXPECT_TRUE(std::isnan(t.max(xn.data(), n))) << "max NaN at " << pos << " " << where(isa, n);
-        EXPECT_TRUE(std::isnan(t.min(xn.data(), n))) << "min NaN at " << pos << " " << where(isa, n);
+        Guarded xn(w, at);
+        EXPECT_TRUE(std::isnan(t.max(xn.data(), n))) << "max NaN at " << pos << " " << where(isa, n, at);
+        EXPECT_TRUE(std::isnan(t.min(xn.data(), n))) << "min NaN at " << pos << " " << where(isa, n, at);
       }
     }
   }
@@ -203,26 +221,26 @@ TEST(RowUkernels, MaxMinPropagateNaN) {
 TEST(RowUkernels, ExpSumAccuracyAndSpecialValues) {
   for (Isa isa : available_isas()) {
     const RowTable& t = kernels::row_table(isa);
-    for (int64_t n : kSizes) {
+    for (const auto& [n, at] : kCases) {
       std::vector<float> v = random_values(n, 6, -100.0f, 0.0f);
       if (n > 3) {
         v[0] = -kInf;
         v[1] = -0.0f;
         v[2] = -1e-40f;  // denormal
       }
-      Unaligned x(v), y(std::vector<float>(static_cast<size_t>(n), 0.0f));
+      Guarded x(v, at), y(static_cast<size_t>(n), at);
       const float sum = t.exp_sum(x.data(), y.data(), n, 0.0f);
       double want_sum = 0;
       for (int64_t i = 0; i < n; ++i) {
         const double e = std::exp(double(v[i]));
         want_sum += e;
         // 2 ulp of the result plus the smallest normal (denormal results may flush).
-        EXPECT_NEAR(y.data()[i], e, 2.4e-7 * e + 1.2e-38) << "exp(" << v[i] << ") " << where(isa, n);
+        EXPECT_NEAR(y.data()[i], e, 2.4e-7 * e + 1.2e-38) << "exp(" << v[i] << ") " << where(isa, n, at);
       }
-      expect_rel(sum, want_sum, 0, 1e-6, "exp sum " + where(isa, n));
-      EXPECT_EQ(t.exp_sum(x.data(), nullptr, n, 0.0f), sum) << "no store " << where(isa, n);
+      expect_rel(sum, want_sum, 0, 1e-6, "exp sum " + where(isa, n, at));
+      EXPECT_EQ(t.exp_sum(x.data(), nullptr, n, 0.0f), sum) << "no store " << where(isa, n, at);
       t.exp_sum(x.data(), x.data(), n, 0.0f);  // in place
-      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(x.data()[i], y.data()[i]) << where(isa, n);
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(x.data()[i], y.data()[i]) << where(isa, n, at);
     }
     float special[3] = {std::nanf(""), -kInf, 0.0f};
     float out[3];
@@ -236,31 +254,30 @@ TEST(RowUkernels, ExpSumAccuracyAndSpecialValues) {
 TEST(RowUkernels, ColumnAccumulation) {
   for (Isa isa : available_isas()) {
     const RowTable& t = kernels::row_table(isa);
-    for (int64_t n : kSizes) {
+    for (const auto& [n, at] : kCases) {
       const std::vector<float> a = random_values(n, 7), b = random_values(n, 8);
-      Unaligned x(a);
+      Guarded x(a, at);
       for (int kind : {kernels::kAccumulateSum, kernels::kAccumulateSquare, kernels::kAccumulateAbs}) {
-        std::vector<double> acc(static_cast<size_t>(n) + 1, 1.0);
-        t.accumulate_f64(x.data(), acc.data() + 1, n, kind);
+        test::GuardedBuffer<double> acc(static_cast<size_t>(n), 1.0, at);
+        t.accumulate_f64(x.data(), acc.data(), n, kind);
         for (int64_t i = 0; i < n; ++i) {
           const double v = a[i];
           const double want = 1.0 + (kind == 0 ? v : kind == 1 ? v * v : std::fabs(v));
-          EXPECT_EQ(acc[static_cast<size_t>(i) + 1], want) << "kind " << kind << " " << where(isa, n);
+          EXPECT_EQ(acc[static_cast<size_t>(i)], want) << "kind " << kind << " " << where(isa, n, at);
         }
-        EXPECT_EQ(acc[0], 1.0) << "wrote before the row " << where(isa, n);
       }
       std::vector<float> w = b;
       if (n > 2) w[1] = std::nanf("");
-      Unaligned mx(w), mn(w);
+      Guarded mx(w, at), mn(w, at);
       t.max_into(x.data(), mx.data(), n);
       t.min_into(x.data(), mn.data(), n);
       for (int64_t i = 0; i < n; ++i) {
         if (std::isnan(w[i])) {
-          EXPECT_TRUE(std::isnan(mx.data()[i]) && std::isnan(mn.data()[i])) << where(isa, n);
+          EXPECT_TRUE(std::isnan(mx.data()[i]) && std::isnan(mn.data()[i])) << where(isa, n, at);
           continue;
         }
-        EXPECT_EQ(mx.data()[i], std::max(a[i], b[i])) << where(isa, n);
-        EXPECT_EQ(mn.data()[i], std::min(a[i], b[i])) << where(isa, n);
+        EXPECT_EQ(mx.data()[i], std::max(a[i], b[i])) << where(isa, n, at);
+        EXPECT_EQ(mn.data()[i], std::min(a[i], b[i])) << where(isa, n, at);
       }
     }
   }

@@ -1,7 +1,7 @@
 // Every unary microkernel at every ISA level against the scalar table (tails,
-// unaligned pointers, in place, NaN/Inf/+-0/denormals), and the table-backed
-// op objects: f16/bf16 against the f32 result rounded, 1 vs 2 threads, and the
-// com.microsoft Gelu family against values computed in float64 with Python's math.
+// guard pages on either side, unaligned pointers, in place, NaN/Inf/+-0/denormals),
+// and the table-backed op objects: f16/bf16 against the f32 result rounded, 1 vs 2
+// threads, and the com.microsoft Gelu family against values computed in float64 with Python's math.
 // ctest: every ISA level
 // ctest: emulated CPUs
 #include <gtest/gtest.h>
@@ -9,9 +9,11 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "base/isa.h"
+#include "guard_buffer.h"
 #include "kernels/elementwise/unary_ukernels.h"
 #include "op_test_util.h"
 #include "threading/thread_pool.h"
@@ -65,19 +67,22 @@ TEST(UnarySimd, EveryKindEveryIsaMatchesScalar) {
       const UnaryKind kind = static_cast<UnaryKind>(k);
       const UnaryParams p = params_for(kind);
       for (int64_t n : sizes) {
-        const std::vector<float> x = inputs(n + 1, static_cast<uint32_t>(k * 131 + n));
-        std::vector<float> want(n + 1), got(n + 2, 7.0f), inplace(x);
-        scalar.get(kind)(x.data() + 1, want.data(), n, p);
-        unary_table(isa).get(kind)(x.data() + 1, got.data() + 1, n, p);  // unaligned by one element
-        unary_table(isa).get(kind)(inplace.data() + 1, inplace.data() + 1, n, p);
-        ASSERT_EQ(got[0], 7.0f);
-        ASSERT_EQ(got[n + 1], 7.0f) << "wrote past the end, kind " << k << " n " << n;
-        for (int64_t i = 0; i < n; ++i) {
-          ASSERT_TRUE(close(got[i + 1], want[i], floor_for(kind)))
-              << "kind " << k << " isa " << isa_name(isa) << " n " << n << " x " << x[i + 1] << " got "
-              << got[i + 1] << " want " << want[i];
-          ASSERT_TRUE(std::memcmp(&inplace[i + 1], &got[i + 1], 4) == 0 ||
-                      (std::isnan(inplace[i + 1]) && std::isnan(got[i + 1])));
+        const std::vector<float> x0 = inputs(n + 1, static_cast<uint32_t>(k * 131 + n));
+        const std::span<const float> values = std::span(x0).subspan(1);
+        std::vector<float> want(n);
+        scalar.get(kind)(values.data(), want.data(), n, p);
+        // Guard pages instead of sentinels: any access past either end faults.
+        for (test::GuardAt at : test::kBothGuards) {
+          const test::GuardedBuffer<float> x(values, at);
+          test::GuardedBuffer<float> got(n, at), inplace(values, at);
+          unary_table(isa).get(kind)(x.data(), got.data(), n, p);
+          unary_table(isa).get(kind)(inplace.data(), inplace.data(), n, p);
+          for (int64_t i = 0; i < n; ++i) {
+            ASSERT_TRUE(close(got[i], want[i], floor_for(kind)))
+                << "kind " << k << " isa " << isa_name(isa) << " n " << n << " " << test::guard_name(at) << " x "
+                << x[i] << " got " << got[i] << " want " << want[i];
+            ASSERT_TRUE(std::memcmp(&inplace[i], &got[i], 4) == 0 || (std::isnan(inplace[i]) && std::isnan(got[i])));
+          }
         }
       }
     }
