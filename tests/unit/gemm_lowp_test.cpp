@@ -1,11 +1,12 @@
-// f16 / bf16 MatMul: every gemm_lowp microkernel at every ISA level, and the
-// MatMul op (constant and run-time B, batching), against a double-precision
-// dot product of the same 16-bit inputs written here.
+// f16 / bf16 MatMul: every gemm_lowp microkernel at every ISA level (operands
+// against guard pages), and the MatMul op (constant and run-time B, batching),
+// against a double-precision dot product of the same 16-bit inputs written here.
 // ctest: every ISA level
 // ctest: emulated CPUs, gtest filter *TailsAtEveryLevel*:*NanAndInfPropagate*
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "base/isa.h"
 #include "kernels/matmul/gemm_lowp.h"
 #include "threading/thread_pool.h"
+#include "unit/guard_buffer.h"
 #include "unit/op_test_util.h"
 
 namespace ember {
@@ -88,31 +90,37 @@ void expect_matches(bool bf16, const uint16_t* a, int64_t lda, const uint16_t* b
   }
 }
 
-// Runs one microkernel on A and C offset by one element (unaligned) with row
-// strides wider than the rows.
-void check_kernel(const Level& level, bool bf16, int64_t m, int64_t n, int64_t k, std::vector<uint16_t> a,
+// Runs one microkernel with A, the packed panels and C each against a guard page
+// (A and C end with their last row's last element; row strides wider than the
+// rows), at the end and then at the start. `a` holds A from element 1 on.
+void check_kernel(const Level& level, bool bf16, int64_t m, int64_t n, int64_t k, const std::vector<uint16_t>& a,
                   const std::vector<uint16_t>& b) {
   const int64_t lda = k + 3, ldc = n + 5;
   const int64_t stride = kernels::lowp_panel_stride(bf16, k);
-  std::vector<uint16_t> panels(static_cast<size_t>(((n + 15) / 16) * stride + 1));
-  kernels::pack_lowp_panels(bf16, b.data(), n, k, n, panels.data());
-  std::vector<uint16_t> c(static_cast<size_t>(m * ldc + 1), 0x7e00);
-  LowpGemmArgs args;
-  args.a = a.data() + 1;
-  args.lda = lda;
-  args.panels = panels.data();
-  args.panel_stride = stride;
-  args.c = c.data() + 1;
-  args.ldc = ldc;
-  args.m = m;
-  args.n = n;
-  args.k = k;
-  (bf16 ? level.table.bf16_gemm : level.table.f16_gemm)(args);
-  const std::string what = level.name + (bf16 ? " bf16" : " f16");
-  expect_matches(bf16, a.data() + 1, lda, b.data(), n, c.data() + 1, ldc, m, n, k, what);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = n; j < ldc && i * ldc + j + 1 < static_cast<int64_t>(c.size()); ++j) {
-      ASSERT_EQ(c[i * ldc + j + 1], 0x7e00) << what << ": wrote past column " << n << " of row " << i;
+  std::vector<uint16_t> packed(static_cast<size_t>(((n + 15) / 16) * stride));
+  kernels::pack_lowp_panels(bf16, b.data(), n, k, n, packed.data());
+  const std::span<const uint16_t> a_read = std::span(a).subspan(1, static_cast<size_t>(m ? (m - 1) * lda + k : 0));
+  const size_t c_len = static_cast<size_t>(m ? (m - 1) * ldc + n : 0);
+  for (test::GuardAt at : test::kBothGuards) {
+    const test::GuardedBuffer<uint16_t> ga(a_read, at), panels(packed, at);
+    test::GuardedBuffer<uint16_t> c(c_len, 0x7e00, at);
+    LowpGemmArgs args;
+    args.a = ga.data();
+    args.lda = lda;
+    args.panels = panels.data();
+    args.panel_stride = stride;
+    args.c = c.data();
+    args.ldc = ldc;
+    args.m = m;
+    args.n = n;
+    args.k = k;
+    (bf16 ? level.table.bf16_gemm : level.table.f16_gemm)(args);
+    const std::string what = level.name + (bf16 ? " bf16 " : " f16 ") + test::guard_name(at);
+    expect_matches(bf16, ga.data(), lda, b.data(), n, c.data(), ldc, m, n, k, what);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = n; j < ldc && i * ldc + j < static_cast<int64_t>(c.size()); ++j) {
+        ASSERT_EQ(c[i * ldc + j], 0x7e00) << what << ": wrote past column " << n << " of row " << i;
+      }
     }
   }
 }

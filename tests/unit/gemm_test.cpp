@@ -1,5 +1,6 @@
-// f32 GEMM: the sgemm microkernels at every ISA level, the driver, and the
-// MatMul/Gemm ops on it, against a double-precision reference.
+// f32 GEMM: the sgemm microkernels at every ISA level (operands against guard
+// pages), the driver, and the MatMul/Gemm ops on it, against a double-precision
+// reference.
 //
 // Tolerance per element: 2^-24 * (2 sqrt(K) + 4) * (sum_k |alpha a b| + |beta c|).
 // Each f32 rounding is at most 2^-24 relative; summed in any order, the errors
@@ -15,11 +16,13 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "base/isa.h"
+#include "guard_buffer.h"
 #include "kernels/common/shape_util.h"
 #include "kernels/matmul/sgemm.h"
 #include "kernels/registry.h"
@@ -81,7 +84,9 @@ void expect_gemm_close(const GemmParams& p, const float* a, const float* b, cons
   }
 }
 
-// rows x k of A packed k-major, a k x nr panel, into c with ldc = cols + 3.
+// rows x k of A packed k-major, a k x nr panel, into c with ldc = cols + 3; each
+// operand against a guard page (c ends with the last row's cols-th element), at
+// the end and then at the start.
 TEST(SgemmUkernels, TileMatchesReferenceAtEveryIsa) {
   for (Isa isa : available_isas()) {
     const SgemmTable& t = kernels::sgemm::sgemm_table(isa);
@@ -91,28 +96,33 @@ TEST(SgemmUkernels, TileMatchesReferenceAtEveryIsa) {
           for (bool accumulate : {false, true}) {
             const float alpha = accumulate ? 0.5f : 1.0f;
             const int64_t ldc = cols + 3;
-            // Offset by one float: no pointer is vector-aligned.
-            std::vector<float> a = random_floats(rows * k + 1, 1), b = random_floats(k * t.nr + 1, 2);
-            std::vector<float> c = random_floats(rows * ldc + 1, 3);
-            const std::vector<float> before = c;
-            t.tile(k, a.data() + 1, b.data() + 1, c.data() + 1, ldc, rows, cols, alpha, accumulate);
-            for (int64_t r = 0; r < rows; ++r) {
-              for (int64_t j = 0; j < ldc; ++j) {
-                const float got = c[1 + r * ldc + j];
-                if (j >= cols) {
-                  ASSERT_EQ(got, before[1 + r * ldc + j]) << "wrote past cols at " << isa_name(isa);
-                  continue;
+            const std::vector<float> a0 = random_floats(rows * k + 1, 1), b0 = random_floats(k * t.nr + 1, 2);
+            const std::vector<float> c0 = random_floats(rows * ldc + 1, 3);
+            const std::span<const float> a = std::span(a0).subspan(1), b = std::span(b0).subspan(1);
+            const std::span<const float> before = std::span(c0).subspan(1, (rows - 1) * ldc + cols);
+            for (test::GuardAt at : test::kBothGuards) {
+              const test::GuardedBuffer<float> ga(a, at), gb(b, at);
+              test::GuardedBuffer<float> c(before, at);
+              t.tile(k, ga.data(), gb.data(), c.data(), ldc, rows, cols, alpha, accumulate);
+              for (int64_t r = 0; r < rows; ++r) {
+                for (int64_t j = 0; j < (r + 1 < rows ? ldc : cols); ++j) {
+                  const float got = c[r * ldc + j];
+                  if (j >= cols) {
+                    ASSERT_EQ(got, before[r * ldc + j]) << "wrote past cols at " << isa_name(isa);
+                    continue;
+                  }
+                  double sum = 0.0, mag = 0.0;
+                  for (int64_t kk = 0; kk < k; ++kk) {
+                    sum += static_cast<double>(a[kk * rows + r]) * b[kk * t.nr + j];
+                    mag += std::abs(static_cast<double>(a[kk * rows + r]) * b[kk * t.nr + j]);
+                  }
+                  const double want = (accumulate ? before[r * ldc + j] : 0.0) + alpha * sum;
+                  const double tol = std::ldexp(2.0 * std::sqrt(static_cast<double>(k)) + 4.0, -24) *
+                                     (mag + std::abs(before[r * ldc + j]));
+                  ASSERT_NEAR(got, want, tol) << isa_name(isa) << " k " << k << " rows " << rows << " cols " << cols
+                                              << " r " << r << " j " << j << " accumulate " << accumulate << " "
+                                              << test::guard_name(at);
                 }
-                double sum = 0.0, mag = 0.0;
-                for (int64_t kk = 0; kk < k; ++kk) {
-                  sum += static_cast<double>(a[1 + kk * rows + r]) * b[1 + kk * t.nr + j];
-                  mag += std::abs(static_cast<double>(a[1 + kk * rows + r]) * b[1 + kk * t.nr + j]);
-                }
-                const double want = (accumulate ? before[1 + r * ldc + j] : 0.0) + alpha * sum;
-                const double tol = std::ldexp(2.0 * std::sqrt(static_cast<double>(k)) + 4.0, -24) *
-                                   (mag + std::abs(before[1 + r * ldc + j]));
-                ASSERT_NEAR(got, want, tol) << isa_name(isa) << " k " << k << " rows " << rows << " cols " << cols
-                                            << " r " << r << " j " << j << " accumulate " << accumulate;
               }
             }
           }
@@ -129,17 +139,24 @@ TEST(SgemmUkernels, GemvRowsMatchesReferenceAtEveryIsa) {
       for (int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 1000}) {
         for (bool accumulate : {false, true}) {
           const int64_t ldb = n + 5;
-          std::vector<float> a = random_floats(k + 1, 4), b = random_floats(k * ldb + 1, 5);
-          std::vector<float> y = random_floats(n + 2, 6);
-          const std::vector<float> before = y;
-          t.gemv_rows(k, a.data() + 1, b.data() + 1, ldb, y.data() + 1, n, 2.0f, accumulate);
-          ASSERT_EQ(y[n + 1], before[n + 1]) << "wrote past n at " << isa_name(isa);
-          GemmParams p;
-          p.m = 1, p.n = n, p.k = k, p.lda = k, p.ldb = ldb, p.ldc = n, p.alpha = 2.0f, p.beta = accumulate ? 1.0f : 0.0f;
-          const std::vector<float> c_before(before.begin() + 1, before.end() - 1);
-          const std::vector<float> got(y.begin() + 1, y.end() - 1);
-          expect_gemm_close(p, a.data() + 1, b.data() + 1, c_before, got,
-                            std::string(isa_name(isa)) + " gemv_rows k " + std::to_string(k) + " n " + std::to_string(n));
+          const std::vector<float> a = random_floats(k + 1, 4), b = random_floats(k * ldb + 1, 5);
+          const std::vector<float> y0 = random_floats(n + 2, 6);
+          // B's last row ends with its n-th element, against the guard.
+          const std::span<const float> a_read = std::span(a).subspan(1);
+          const std::span<const float> b_read = std::span(b).subspan(1, k ? (k - 1) * ldb + n : 0);
+          const std::vector<float> c_before(y0.begin() + 1, y0.end() - 1);
+          for (test::GuardAt at : test::kBothGuards) {
+            const test::GuardedBuffer<float> ga(a_read, at), gb(b_read, at);
+            test::GuardedBuffer<float> y(c_before, at);
+            t.gemv_rows(k, ga.data(), gb.data(), ldb, y.data(), n, 2.0f, accumulate);
+            GemmParams p;
+            p.m = 1, p.n = n, p.k = k, p.lda = k, p.ldb = ldb, p.ldc = n, p.alpha = 2.0f;
+            p.beta = accumulate ? 1.0f : 0.0f;
+            const std::vector<float> got(y.begin(), y.end());
+            expect_gemm_close(p, a.data() + 1, b.data() + 1, c_before, got,
+                              std::string(isa_name(isa)) + " gemv_rows k " + std::to_string(k) + " n " +
+                                  std::to_string(n) + " " + test::guard_name(at));
+          }
         }
       }
     }
