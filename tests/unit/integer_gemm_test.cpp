@@ -1,6 +1,7 @@
 // Integer GEMM: the packed microkernels at every ISA level against the
 // reference loop (integer_gemm.h), exactly; MatMulInteger and QLinearMatMul
 // through the registry on both their packed (constant B) and reference paths.
+// The microkernels' A, zero points, scales and outputs sit against guard pages.
 // ctest: every ISA level
 // ctest: emulated CPUs
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "base/isa.h"
+#include "guard_buffer.h"
 #include "kernels/quant/integer_gemm.h"
 #include "kernels/quant/qgemm_driver.h"
 #include "op_test_util.h"
@@ -114,17 +116,27 @@ void check_case(const Case& c, uint32_t seed) {
     const float mult = rq.a_scale * b_scale[i % static_cast<size_t>(c.n)] / rq.y_scale;
     want_q[i] = requantize_expected(want[i], mult, rq.y_zp, rq.y_signed);
   }
-  for (Isa isa : available_isas()) {
-    for (int threads : {1, 2}) {
-      threading::ScopedThreadLimit limit(threads);
-      std::vector<int32_t> got(want.size(), 0x5A5A5A5A);
-      quant::run_qgemm(quant::qgemm_table(isa), w, qa, nullptr, got.data());
-      ASSERT_EQ(got, want) << isa_name(isa) << " threads " << threads << " M" << c.m << " N" << c.n << " K" << c.k
-                           << " a_signed " << c.a_signed << " b_signed " << c.b_signed;
-      std::vector<uint8_t> got_q(want.size(), 0x5A);
-      quant::run_qgemm(quant::qgemm_table(isa), w, qa, &rq, got_q.data());
-      ASSERT_EQ(got_q, want_q) << "requantized, " << isa_name(isa) << " threads " << threads << " M" << c.m
-                               << " N" << c.n << " K" << c.k;
+  // A, its zero points, the scales and the outputs against guard pages.
+  for (test::GuardAt at : test::kBothGuards) {
+    const test::GuardedBuffer<uint8_t> guarded_a(a, at), guarded_a_zp(a_zp, at);
+    const test::GuardedBuffer<float> guarded_b_scale(b_scale, at);
+    qa.data = guarded_a.data();
+    qa.zp = a_zp.empty() ? nullptr : guarded_a_zp.data();
+    rq.b_scale = guarded_b_scale.data();
+    for (Isa isa : available_isas()) {
+      for (int threads : {1, 2}) {
+        threading::ScopedThreadLimit limit(threads);
+        test::GuardedBuffer<int32_t> got(want.size(), 0x5A5A5A5A, at);
+        quant::run_qgemm(quant::qgemm_table(isa), w, qa, nullptr, got.data());
+        ASSERT_EQ(std::vector<int32_t>(got.begin(), got.end()), want)
+            << isa_name(isa) << " threads " << threads << " M" << c.m << " N" << c.n << " K" << c.k << " a_signed "
+            << c.a_signed << " b_signed " << c.b_signed << " " << test::guard_name(at);
+        test::GuardedBuffer<uint8_t> got_q(want.size(), 0x5A, at);
+        quant::run_qgemm(quant::qgemm_table(isa), w, qa, &rq, got_q.data());
+        ASSERT_EQ(std::vector<uint8_t>(got_q.begin(), got_q.end()), want_q)
+            << "requantized, " << isa_name(isa) << " threads " << threads << " M" << c.m << " N" << c.n << " K"
+            << c.k << " " << test::guard_name(at);
+      }
     }
   }
 }

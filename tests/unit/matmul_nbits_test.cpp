@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "runtime/session.h"
 #include "threading/thread_pool.h"
 #include "unit/graph_builder.h"
+#include "unit/guard_buffer.h"
 #include "unit/op_test_util.h"
 
 namespace ember {
@@ -569,6 +571,11 @@ quant::NBitsWeights weights_of(const Case& c, const Quantized& q) {
   return w;
 }
 
+// The packed tiles, copied against a guard page.
+test::GuardedBuffer<uint8_t> guarded_tiles(const quant::NBitsPacked& packed, test::GuardAt at) {
+  return test::GuardedBuffer<uint8_t>({static_cast<const uint8_t*>(packed.bytes.data()), packed.bytes.size()}, at);
+}
+
 // Every ISA's microkernel against the reference loop nbits_dot_f32_ref. Both sum
 // K f32 terms, in different orders (the microkernel per block, in even/odd
 // chains), so they are not bit-equal; random-sign terms make a typical output
@@ -580,7 +587,6 @@ void check_microkernel(const Case& c, uint32_t seed) {
   Quantized q = quantize(c, seed);
   const quant::NBitsWeights w = weights_of(c, q);
   const quant::NBitsPacked packed = quant::nbits_pack_q4(w);
-  // A and y one element past an aligned start: unaligned loads and stores.
   std::vector<float> a(c.k + 1), bias(c.n + 1), want(c.n, 0.0f), tol(c.n);
   std::copy(q.a.begin(), q.a.begin() + c.k, a.begin() + 1);
   for (int64_t k0 = 0; k0 < c.k; k0 += quant::kNBitsKChunk) {
@@ -597,13 +603,18 @@ void check_microkernel(const Case& c, uint32_t seed) {
       want[j] += bias[j + 1];
     }
   }
-  for (Isa isa : available_isas()) {
-    std::vector<float> y(c.n + 1, -1.0f);
-    quant::nbits_table(isa).f32_q4_gemv(a.data() + 1, static_cast<const uint8_t*>(packed.bytes.data()),
-                                        packed.geometry, c.n, c.bias ? bias.data() + 1 : nullptr, y.data() + 1);
-    EXPECT_EQ(y[0], -1.0f) << isa_name(isa);
-    for (int64_t j = 0; j < c.n; ++j) {
-      ASSERT_NEAR(y[j + 1], want[j], tol[j]) << isa_name(isa) << " column " << j;
+  // A, the bias, the tiles and y against guard pages.
+  const std::span<const float> a_values = std::span(a).subspan(1), bias_values = std::span(bias).subspan(1);
+  for (test::GuardAt at : test::kBothGuards) {
+    const test::GuardedBuffer<float> ga(a_values, at), gbias(bias_values, at);
+    const test::GuardedBuffer<uint8_t> tiles = guarded_tiles(packed, at);
+    for (Isa isa : available_isas()) {
+      test::GuardedBuffer<float> y(static_cast<size_t>(c.n), -1.0f, at);
+      quant::nbits_table(isa).f32_q4_gemv(ga.data(), tiles.data(), packed.geometry, c.n,
+                                          c.bias ? gbias.data() : nullptr, y.data());
+      for (int64_t j = 0; j < c.n; ++j) {
+        ASSERT_NEAR(y[j], want[j], tol[j]) << isa_name(isa) << " column " << j << " " << test::guard_name(at);
+      }
     }
   }
 }
@@ -638,14 +649,15 @@ TEST(MatMulNBitsPacked, MicrokernelPropagatesNanAndInf) {
   c.n = 20;
   Quantized q = quantize(c, 11);
   const quant::NBitsPacked packed = quant::nbits_pack_q4(weights_of(c, q));
+  const test::GuardedBuffer<uint8_t> tiles = guarded_tiles(packed, test::GuardAt::kEnd);
   for (float special : {NAN, INFINITY}) {
-    std::vector<float> a(q.a.begin(), q.a.end());
-    a.resize(c.k);
-    a[37] = special;  // an odd k: the high-nibble chain
+    std::vector<float> values(q.a.begin(), q.a.end());
+    values.resize(c.k);
+    values[37] = special;  // an odd k: the high-nibble chain
+    const test::GuardedBuffer<float> a(values, test::GuardAt::kEnd);
     for (Isa isa : available_isas()) {
-      std::vector<float> y(c.n);
-      quant::nbits_table(isa).f32_q4_gemv(a.data(), static_cast<const uint8_t*>(packed.bytes.data()),
-                                          packed.geometry, c.n, nullptr, y.data());
+      test::GuardedBuffer<float> y(static_cast<size_t>(c.n));
+      quant::nbits_table(isa).f32_q4_gemv(a.data(), tiles.data(), packed.geometry, c.n, nullptr, y.data());
       const int64_t blocks = (c.k + c.block - 1) / c.block;
       for (int64_t j = 0; j < c.n; ++j) {
         const double w = (q.codes[j * blocks * c.block + 37] - 8) * q.scales[j * blocks + 37 / c.block];
@@ -681,24 +693,32 @@ void check_int8_microkernels(const Case& c, const Quantized& q) {
     quant::nbits_dot_q8_ref(w, q_ref.data() + r * padded, s_ref.data() + r * g.k_blocks,
                             sum_ref.data() + r * g.k_blocks, 0, n, want.data() + r * n);
   }
-  for (Isa isa : available_isas()) {
-    SCOPED_TRACE(testing::Message() << isa_name(isa) << " K=" << k << " N=" << n << " block=" << c.block
-                                    << " rows=" << rows << " zp=" << static_cast<int>(c.zp));
-    const quant::NBitsTable& t = quant::nbits_table(isa);
-    std::vector<int8_t> qa(rows * padded, 99);
-    std::vector<float> sa(rows * g.k_blocks);
-    std::vector<int32_t> suma(rows * g.k_blocks);
-    t.quantize_rows_q8(a.data(), k, rows, g, qa.data(), sa.data(), suma.data());
-    ASSERT_EQ(qa, q_ref);
-    ASSERT_EQ(std::memcmp(sa.data(), s_ref.data(), sa.size() * sizeof(float)), 0);
-    ASSERT_EQ(suma, sum_ref);
-    // y with a row stride past N and a sentinel after each row.
-    std::vector<float> y(rows * (n + 1), -7.0f);
-    t.q8_q4_gemm({qa.data(), sa.data(), suma.data()}, rows, static_cast<const uint8_t*>(packed.bytes.data()), g, n,
-                 c.bias ? bias.data() : nullptr, y.data(), n + 1);
-    for (int64_t r = 0; r < rows; ++r) {
-      ASSERT_EQ(std::memcmp(y.data() + r * (n + 1), want.data() + r * n, n * sizeof(float)), 0) << "row " << r;
-      ASSERT_EQ(y[r * (n + 1) + n], -7.0f);
+  // Every operand against guard pages; y has a row stride past N, a sentinel
+  // after each row but the last, and the guard after that.
+  for (test::GuardAt at : test::kBothGuards) {
+    const test::GuardedBuffer<float> ga(a, at), gbias(bias, at);
+    const test::GuardedBuffer<uint8_t> tiles = guarded_tiles(packed, at);
+    for (Isa isa : available_isas()) {
+      SCOPED_TRACE(testing::Message() << isa_name(isa) << " K=" << k << " N=" << n << " block=" << c.block
+                                      << " rows=" << rows << " zp=" << static_cast<int>(c.zp) << " "
+                                      << test::guard_name(at));
+      const quant::NBitsTable& t = quant::nbits_table(isa);
+      test::GuardedBuffer<int8_t> qa(static_cast<size_t>(rows * padded), 99, at);
+      test::GuardedBuffer<float> sa(static_cast<size_t>(rows * g.k_blocks), at);
+      test::GuardedBuffer<int32_t> suma(static_cast<size_t>(rows * g.k_blocks), at);
+      t.quantize_rows_q8(ga.data(), k, rows, g, qa.data(), sa.data(), suma.data());
+      ASSERT_EQ(std::vector<int8_t>(qa.begin(), qa.end()), q_ref);
+      ASSERT_EQ(std::memcmp(sa.data(), s_ref.data(), sa.size() * sizeof(float)), 0);
+      ASSERT_EQ(std::vector<int32_t>(suma.begin(), suma.end()), sum_ref);
+      test::GuardedBuffer<float> y(static_cast<size_t>(rows * (n + 1) - 1), -7.0f, at);
+      t.q8_q4_gemm({qa.data(), sa.data(), suma.data()}, rows, tiles.data(), g, n, c.bias ? gbias.data() : nullptr,
+                   y.data(), n + 1);
+      for (int64_t r = 0; r < rows; ++r) {
+        ASSERT_EQ(std::memcmp(y.data() + r * (n + 1), want.data() + r * n, n * sizeof(float)), 0) << "row " << r;
+        if (r + 1 < rows) {
+          ASSERT_EQ(y[r * (n + 1) + n], -7.0f);
+        }
+      }
     }
   }
 }
@@ -758,12 +778,12 @@ TEST(MatMulNBitsPacked, Int8QuantizerDenormalBlockIsZero) {
   g.k = 70;  // blocks of 32: the last one partial
   g.block_size = 32;
   g.k_blocks = 3;
-  std::vector<float> a(g.k);
+  test::GuardedBuffer<float> a(static_cast<size_t>(g.k));
   for (int64_t i = 0; i < g.k; ++i) a[i] = i < 32 ? 0.25f - 0.01f * i : 1e-38f * static_cast<float>(i % 5 - 2);
   for (Isa isa : available_isas()) {
-    std::vector<int8_t> q(96, 99);
-    std::vector<float> scales(3);
-    std::vector<int32_t> sums(3, 99);
+    test::GuardedBuffer<int8_t> q(96, 99, test::GuardAt::kEnd);
+    test::GuardedBuffer<float> scales(3);
+    test::GuardedBuffer<int32_t> sums(3, 99, test::GuardAt::kEnd);
     quant::nbits_table(isa).quantize_rows_q8(a.data(), g.k, 1, g, q.data(), scales.data(), sums.data());
     for (int64_t i = 32; i < 96; ++i) ASSERT_EQ(q[i], 0) << isa_name(isa) << " k " << i;
     EXPECT_EQ(sums[1], 0) << isa_name(isa);
@@ -903,17 +923,27 @@ TEST(MatMulNBitsPacked, PrefillKernelEveryIsaMatchesReferenceLoop) {
                                                                    std::fabs(want[r * n + j]) + 1e-30;
               }
             }
-            for (Isa isa : available_isas()) {
-              SCOPED_TRACE(testing::Message() << isa_name(isa) << " K=" << k << " N=" << n << " block=" << block
-                                              << " rows=" << rows << " zp=" << static_cast<int>(zp));
-              std::vector<float> y(rows * (n + 1), -7.0f);
-              quant::nbits_table(isa).f32_q4_gemm(a.data(), lda, rows, static_cast<const uint8_t*>(packed.bytes.data()),
-                                                  packed.geometry, n, c.bias ? bias.data() : nullptr, y.data(), n + 1);
-              for (int64_t r = 0; r < rows; ++r) {
-                for (int64_t j = 0; j < n; ++j) {
-                  ASSERT_NEAR(y[r * (n + 1) + j], want[r * n + j], tol[r * n + j]) << "row " << r << " column " << j;
+            // A, the bias, the tiles and y against guard pages: A and y end with
+            // their last row's last element (y has a sentinel after the others).
+            const std::span<const float> a_read = std::span(a).first(static_cast<size_t>((rows - 1) * lda + k));
+            for (test::GuardAt at : test::kBothGuards) {
+              const test::GuardedBuffer<float> ga(a_read, at), gbias(bias, at);
+              const test::GuardedBuffer<uint8_t> tiles = guarded_tiles(packed, at);
+              for (Isa isa : available_isas()) {
+                SCOPED_TRACE(testing::Message() << isa_name(isa) << " K=" << k << " N=" << n << " block=" << block
+                                                << " rows=" << rows << " zp=" << static_cast<int>(zp) << " "
+                                                << test::guard_name(at));
+                test::GuardedBuffer<float> y(static_cast<size_t>(rows * (n + 1) - 1), -7.0f, at);
+                quant::nbits_table(isa).f32_q4_gemm(ga.data(), lda, rows, tiles.data(), packed.geometry, n,
+                                                    c.bias ? gbias.data() : nullptr, y.data(), n + 1);
+                for (int64_t r = 0; r < rows; ++r) {
+                  for (int64_t j = 0; j < n; ++j) {
+                    ASSERT_NEAR(y[r * (n + 1) + j], want[r * n + j], tol[r * n + j]) << "row " << r << " column " << j;
+                  }
+                  if (r + 1 < rows) {
+                    ASSERT_EQ(y[r * (n + 1) + n], -7.0f);
+                  }
                 }
-                ASSERT_EQ(y[r * (n + 1) + n], -7.0f);
               }
             }
           }
