@@ -1,7 +1,8 @@
-// The shared attention core: the decode microkernels at every ISA level against
-// double-precision sums, attend() against attend_reference over decode and
-// prompt shapes with every visibility and scoring option, thread-count
-// independence, and GroupQueryAttention's in-place (shared past/present) cache.
+// The shared attention core: the decode microkernels at every ISA level
+// (operands against guard pages) against double-precision sums, attend()
+// against attend_reference over decode and prompt shapes with every visibility
+// and scoring option, thread-count independence, and GroupQueryAttention's
+// in-place (shared past/present) cache.
 // ctest: every ISA level
 // ctest: emulated CPUs, gtest filter AttentionUkernels.*:GroupQueryAttention.*
 #include <gtest/gtest.h>
@@ -9,10 +10,12 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "base/isa.h"
+#include "guard_buffer.h"
 #include "kernels/attention/attention_core.h"
 #include "kernels/attention/attention_ukernels.h"
 #include "kernels/kernel.h"
@@ -29,6 +32,9 @@ std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo = -1.0f, 
   return v;
 }
 
+// Q, K, the scores and the accumulators against guard pages, at the end and at
+// the start: each ends with its last row's last element, and a sentinel follows
+// every other row in its padded stride.
 TEST(AttentionUkernels, ScoresAndWeightedSumsMatchDoubleSums) {
   std::mt19937 rng(7);
   for (Isa isa : available_isas()) {
@@ -37,30 +43,44 @@ TEST(AttentionUkernels, ScoresAndWeightedSumsMatchDoubleSums) {
       for (int64_t keys : {0, 1, 7, 15, 16, 17, 33, 256}) {
         for (int64_t hs : {8, 16, 20, 64, 80, 128}) {
           const int64_t qs = hs + 3, ks = hs + 5, ld = keys + 2, as = hs + 1;  // padded strides
-          auto q = random_floats(static_cast<size_t>(heads * qs + 1), rng);
-          auto k = random_floats(static_cast<size_t>(keys * ks + 1), rng);
-          std::vector<float> scores(static_cast<size_t>(heads * ld), -7.0f);
-          t.f32_qk(q.data() + 1, qs, heads, k.data() + 1, ks, keys, hs, 0.5f, scores.data(), ld);
-          auto acc = random_floats(static_cast<size_t>(heads * as), rng);
-          const auto acc0 = acc;
-          t.f32_pv(scores.data(), ld, heads, k.data() + 1, ks, keys, hs, acc.data(), as);
-          for (int64_t h = 0; h < heads; ++h) {
-            for (int64_t j = 0; j < keys; ++j) {
-              double dot = 0;
-              for (int64_t d = 0; d < hs; ++d) dot += double{q[static_cast<size_t>(1 + h * qs + d)]} * k[static_cast<size_t>(1 + j * ks + d)];
-              ASSERT_NEAR(scores[static_cast<size_t>(h * ld + j)], 0.5 * dot, 1e-5 * hs)
-                  << isa_name(isa) << " heads " << heads << " keys " << keys << " hs " << hs;
-            }
-            EXPECT_EQ(scores[static_cast<size_t>(h * ld + keys)], -7.0f) << "wrote past the keys";
-            for (int64_t d = 0; d < hs; ++d) {
-              double sum = acc0[static_cast<size_t>(h * as + d)];
+          const auto q = random_floats(static_cast<size_t>(heads * qs + 1), rng);
+          const auto k = random_floats(static_cast<size_t>(keys * ks + 1), rng);
+          const auto acc0 = random_floats(static_cast<size_t>(heads * as), rng);
+          const std::span<const float> q_read = std::span(q).subspan(1, static_cast<size_t>((heads - 1) * qs + hs));
+          const std::span<const float> k_read =
+              std::span(k).subspan(1, static_cast<size_t>(keys ? (keys - 1) * ks + hs : 0));
+          const std::span<const float> acc_read = std::span(acc0).first(static_cast<size_t>((heads - 1) * as + hs));
+          for (test::GuardAt at : test::kBothGuards) {
+            const test::GuardedBuffer<float> gq(q_read, at), gk(k_read, at);
+            test::GuardedBuffer<float> scores(static_cast<size_t>((heads - 1) * ld + keys), -7.0f, at);
+            t.f32_qk(gq.data(), qs, heads, gk.data(), ks, keys, hs, 0.5f, scores.data(), ld);
+            test::GuardedBuffer<float> acc(acc_read, at);
+            t.f32_pv(scores.data(), ld, heads, gk.data(), ks, keys, hs, acc.data(), as);
+            const std::string where = std::string(isa_name(isa)) + " heads " + std::to_string(heads) + " keys " +
+                                      std::to_string(keys) + " hs " + std::to_string(hs) + " " + test::guard_name(at);
+            for (int64_t h = 0; h < heads; ++h) {
               for (int64_t j = 0; j < keys; ++j) {
-                sum += double{scores[static_cast<size_t>(h * ld + j)]} * k[static_cast<size_t>(1 + j * ks + d)];
+                double dot = 0;
+                for (int64_t d = 0; d < hs; ++d) {
+                  dot += double{q[static_cast<size_t>(1 + h * qs + d)]} * k[static_cast<size_t>(1 + j * ks + d)];
+                }
+                ASSERT_NEAR(scores[static_cast<size_t>(h * ld + j)], 0.5 * dot, 1e-5 * hs) << where;
               }
-              ASSERT_NEAR(acc[static_cast<size_t>(h * as + d)], sum, 1e-4 * (1 + keys))
-                  << isa_name(isa) << " pv heads " << heads << " keys " << keys << " hs " << hs;
+              if (h + 1 < heads) {
+                EXPECT_EQ(scores[static_cast<size_t>(h * ld + keys)], -7.0f) << "wrote past the keys";
+              }
+              for (int64_t d = 0; d < hs; ++d) {
+                double sum = acc0[static_cast<size_t>(h * as + d)];
+                for (int64_t j = 0; j < keys; ++j) {
+                  sum += double{scores[static_cast<size_t>(h * ld + j)]} * k[static_cast<size_t>(1 + j * ks + d)];
+                }
+                ASSERT_NEAR(acc[static_cast<size_t>(h * as + d)], sum, 1e-4 * (1 + keys)) << "pv " << where;
+              }
+              if (h + 1 < heads) {
+                EXPECT_EQ(acc[static_cast<size_t>(h * as + hs)], acc0[static_cast<size_t>(h * as + hs)])
+                    << "pv wrote past hs";
+              }
             }
-            EXPECT_EQ(acc[static_cast<size_t>(h * as + hs)], acc0[static_cast<size_t>(h * as + hs)]) << "pv wrote past hs";
           }
         }
       }

@@ -9,9 +9,11 @@
 #include <iterator>
 #include <limits>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "base/isa.h"
+#include "guard_buffer.h"
 #include "kernels/quant/qgemm.h"
 #include "op_test_util.h"
 #include "threading/thread_pool.h"
@@ -168,35 +170,38 @@ TEST(QuantizeMicrokernels, EveryIsaAndTailAgainstLrint) {
     const auto& t = kernels::quant::qgemm_table(isa);
     for (int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 1031}) {
       const std::vector<float> x = special_inputs(n, rng);
-      for (bool is_signed : {false, true}) {
-        const int32_t zp = is_signed ? -5 : 131;
-        const float scale = 0.5f;
-        std::vector<uint8_t> y(static_cast<size_t>(n) + 2, 0xEE);
-        // Offset by one element: unaligned input and output.
-        t.f32_quantize(x.data() + 1, y.data() + 1, n, scale, zp, is_signed);
-        EXPECT_EQ(y[0], 0xEE);
-        EXPECT_EQ(y[static_cast<size_t>(n) + 1], 0xEE) << "wrote past the end, n=" << n;
+      const std::span<const float> values = std::span(x).subspan(1);
+      // Input and output against a guard page, at the end and at the start.
+      for (test::GuardAt at : test::kBothGuards) {
+        const test::GuardedBuffer<float> gx(values, at);
+        for (bool is_signed : {false, true}) {
+          const int32_t zp = is_signed ? -5 : 131;
+          const float scale = 0.5f;
+          test::GuardedBuffer<uint8_t> y(static_cast<size_t>(n), 0xEE, at);
+          t.f32_quantize(gx.data(), y.data(), n, scale, zp, is_signed);
+          for (int64_t i = 0; i < n; ++i) {
+            const float v = x[static_cast<size_t>(i) + 1];
+            const double lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
+            const double q = std::isnan(v) ? lo : std::clamp(static_cast<double>(std::lrint(std::clamp(
+                                                                 static_cast<double>(v / scale), -1e6, 1e6))) + zp,
+                                                             lo, hi);
+            const uint8_t want = static_cast<uint8_t>(static_cast<int32_t>(q));
+            ASSERT_EQ(y[static_cast<size_t>(i)], want)
+                << isa_name(isa) << " n=" << n << " x=" << v << " " << test::guard_name(at);
+          }
+        }
+        float lo = 1, hi = -1;
+        t.f32_range(gx.data(), n, &lo, &hi);
+        float want_lo = 0, want_hi = 0;
         for (int64_t i = 0; i < n; ++i) {
           const float v = x[static_cast<size_t>(i) + 1];
-          const double lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
-          const double q = std::isnan(v) ? lo : std::clamp(static_cast<double>(std::lrint(std::clamp(
-                                                               static_cast<double>(v / scale), -1e6, 1e6))) + zp,
-                                                           lo, hi);
-          const uint8_t want = static_cast<uint8_t>(static_cast<int32_t>(q));
-          ASSERT_EQ(y[static_cast<size_t>(i) + 1], want) << isa_name(isa) << " n=" << n << " x=" << v;
+          if (std::isnan(v)) continue;
+          want_lo = std::min(want_lo, v);
+          want_hi = std::max(want_hi, v);
         }
+        EXPECT_EQ(lo, want_lo) << isa_name(isa) << " n=" << n << " " << test::guard_name(at);
+        EXPECT_EQ(hi, want_hi) << isa_name(isa) << " n=" << n << " " << test::guard_name(at);
       }
-      float lo = 1, hi = -1;
-      t.f32_range(x.data() + 1, n, &lo, &hi);
-      float want_lo = 0, want_hi = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        const float v = x[static_cast<size_t>(i) + 1];
-        if (std::isnan(v)) continue;
-        want_lo = std::min(want_lo, v);
-        want_hi = std::max(want_hi, v);
-      }
-      EXPECT_EQ(lo, want_lo) << isa_name(isa) << " n=" << n;
-      EXPECT_EQ(hi, want_hi) << isa_name(isa) << " n=" << n;
     }
   }
 }

@@ -1,5 +1,5 @@
-// RotaryEmbedding: the rotation microkernels at every ISA level against a
-// double-precision rotation, and both ops (com.microsoft and ONNX opset 23)
+// RotaryEmbedding: the rotation microkernels at every ISA level (every operand
+// against a guard page) against a double-precision rotation, and both ops (com.microsoft and ONNX opset 23)
 // against hand-computed literals and an independent double-precision reference.
 // ctest: every ISA level
 // ctest: emulated CPUs
@@ -9,10 +9,12 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "base/isa.h"
+#include "guard_buffer.h"
 #include "kernels/attention/rotary_ukernels.h"
 #include "op_test_util.h"
 #include "threading/thread_pool.h"
@@ -68,34 +70,34 @@ PairData random_pairs(int64_t n, uint32_t seed, bool specials) {
 
 const int64_t kSizes[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 1000, 1031};
 
+using Guarded = test::GuardedBuffer<float>;
+
+// The first n values of `v` from `from` on, against a guard page.
+Guarded guarded(const std::vector<float>& v, int64_t from, int64_t n, test::GuardAt at) {
+  return Guarded(std::span(v).subspan(static_cast<size_t>(from), static_cast<size_t>(n)), at);
+}
+
 TEST(RotaryUkernel, HalfSplitMatchesDoubleAtEveryIsa) {
   for (Isa isa : available_isas()) {
     const auto& t = rotary_table(isa);
     for (int64_t n : kSizes) {
-      for (int offset : {0, 1}) {
+      for (test::GuardAt at : test::kBothGuards) {
         for (bool in_place : {false, true}) {
           for (bool specials : {false, true}) {
-            PairData d = random_pairs(n, static_cast<uint32_t>(n * 7 + offset), specials);
-            const float* x0 = d.x.data() + offset;
-            const float* x1 = x0 + n;
-            std::vector<float> y(d.x.size(), 123.0f);
-            std::vector<float> xs(d.x);
-            float* y0 = in_place ? xs.data() + offset : y.data() + offset;
-            float* y1 = y0 + n;
-            t.f32_rotate_half(in_place ? y0 : x0, in_place ? y1 : x1, d.cos.data() + offset, d.sin.data() + offset, y0,
-                              y1, n);
+            const PairData d = random_pairs(n, static_cast<uint32_t>(n * 7 + (at == test::GuardAt::kStart)), specials);
+            const Guarded x0 = guarded(d.x, 0, n, at), x1 = guarded(d.x, n, n, at);
+            const Guarded cos = guarded(d.cos, 0, n, at), sin = guarded(d.sin, 0, n, at);
+            Guarded y0 = in_place ? guarded(d.x, 0, n, at) : Guarded(static_cast<size_t>(n), 123.0f, at);
+            Guarded y1 = in_place ? guarded(d.x, n, n, at) : Guarded(static_cast<size_t>(n), 123.0f, at);
+            t.f32_rotate_half(in_place ? y0.data() : x0.data(), in_place ? y1.data() : x1.data(), cos.data(),
+                              sin.data(), y0.data(), y1.data(), n);
             for (int64_t i = 0; i < n; ++i) {
-              const double a = x0[i], b = x1[i], c = d.cos[i + offset], s = d.sin[i + offset];
+              const double a = x0[i], b = x1[i], c = cos[i], s = sin[i];
               const double mag = std::fabs(a * c) + std::fabs(b * s) + std::fabs(b * c) + std::fabs(a * s);
               const std::string where = std::string(isa_name(isa)) + " n=" + std::to_string(n) + " i=" +
-                                        std::to_string(i) + (in_place ? " in-place" : "") +
-                                        (offset ? " unaligned" : "");
+                                        std::to_string(i) + (in_place ? " in-place " : " ") + test::guard_name(at);
               expect_rotated(y0[i], a * c - b * s, mag, where);
               expect_rotated(y1[i], b * c + a * s, mag, where);
-            }
-            if (!in_place) {
-              if (offset) EXPECT_EQ(y[0], 123.0f) << "wrote before the start, n=" << n;
-              EXPECT_EQ(y[2 * n + offset], 123.0f) << "wrote past the end, n=" << n;
             }
           }
         }
@@ -114,27 +116,31 @@ bool same_bits(float a, float b) {
 // Every level rounds as rotary_ukernels.h states (ORT's MLAS AVX2 kernel, its
 // interleaved remainder included), bit for bit.
 TEST(RotaryUkernel, RoundsAsOrtAtEveryIsa) {
+  const test::GuardAt at = test::GuardAt::kEnd;
   for (int64_t n : kSizes) {
     for (bool specials : {false, true}) {
       const PairData d = random_pairs(n, static_cast<uint32_t>(n * 5 + specials), specials);
       const int64_t fused = n % 8 == 0 ? n : n - n % 8 + 1;
+      const Guarded x0 = guarded(d.x, 0, n, at), x1 = guarded(d.x, n, n, at), x = guarded(d.x, 0, 2 * n, at);
+      const Guarded cos = guarded(d.cos, 0, n, at), sin = guarded(d.sin, 0, n, at);
       for (Isa isa : available_isas()) {
         const auto& t = rotary_table(isa);
-        std::vector<float> half(static_cast<size_t>(2 * n)), pairs(static_cast<size_t>(2 * n));
-        t.f32_rotate_half(d.x.data(), d.x.data() + n, d.cos.data(), d.sin.data(), half.data(), half.data() + n, n);
-        t.f32_rotate_pairs(d.x.data(), d.cos.data(), d.sin.data(), pairs.data(), n);
+        Guarded half0(static_cast<size_t>(n), at), half1(static_cast<size_t>(n), at);
+        Guarded pairs(static_cast<size_t>(2 * n), at);
+        t.f32_rotate_half(x0.data(), x1.data(), cos.data(), sin.data(), half0.data(), half1.data(), n);
+        t.f32_rotate_pairs(x.data(), cos.data(), sin.data(), pairs.data(), n);
         for (int64_t i = 0; i < n; ++i) {
-          const std::string at = std::string(isa_name(isa)) + " n=" + std::to_string(n) + " i=" + std::to_string(i);
+          const std::string where = std::string(isa_name(isa)) + " n=" + std::to_string(n) + " i=" + std::to_string(i);
           const float c = d.cos[i], s = d.sin[i];
           float a = d.x[i], b = d.x[n + i];
-          EXPECT_TRUE(same_bits(half[i], std::fma(a, c, -(b * s)))) << "half a' " << at;
-          EXPECT_TRUE(same_bits(half[n + i], std::fma(a, s, b * c))) << "half b' " << at;
+          EXPECT_TRUE(same_bits(half0[i], std::fma(a, c, -(b * s)))) << "half a' " << where;
+          EXPECT_TRUE(same_bits(half1[i], std::fma(a, s, b * c))) << "half b' " << where;
           a = d.x[2 * i], b = d.x[2 * i + 1];
           const volatile float ac = a * c, bs = b * s, as = a * s, bc = b * c;  // rounded, never fused
           const float even = i < fused ? std::fma(a, c, -(b * s)) : ac - bs;
           const float odd = i < fused ? std::fma(a, s, b * c) : as + bc;
-          EXPECT_TRUE(same_bits(pairs[2 * i], even)) << "pairs a' " << at;
-          EXPECT_TRUE(same_bits(pairs[2 * i + 1], odd)) << "pairs b' " << at;
+          EXPECT_TRUE(same_bits(pairs[2 * i], even)) << "pairs a' " << where;
+          EXPECT_TRUE(same_bits(pairs[2 * i + 1], odd)) << "pairs b' " << where;
         }
       }
     }
@@ -145,26 +151,23 @@ TEST(RotaryUkernel, InterleavedMatchesDoubleAtEveryIsa) {
   for (Isa isa : available_isas()) {
     const auto& t = rotary_table(isa);
     for (int64_t n : kSizes) {
-      for (int offset : {0, 1}) {
+      for (test::GuardAt at : test::kBothGuards) {
         for (bool in_place : {false, true}) {
           for (bool specials : {false, true}) {
-            PairData d = random_pairs(n, static_cast<uint32_t>(n * 13 + offset), specials);
-            const std::vector<float> x_orig(d.x);
-            std::vector<float> y(d.x.size(), 123.0f);
-            float* out = in_place ? d.x.data() + offset : y.data() + offset;
-            t.f32_rotate_pairs(d.x.data() + offset, d.cos.data() + offset, d.sin.data() + offset, out, n);
+            const PairData d = random_pairs(n, static_cast<uint32_t>(n * 13 + (at == test::GuardAt::kStart)), specials);
+            Guarded x = guarded(d.x, 0, 2 * n, at);
+            const Guarded cos = guarded(d.cos, 0, n, at), sin = guarded(d.sin, 0, n, at);
+            Guarded y(static_cast<size_t>(2 * n), 123.0f, at);
+            float* out = in_place ? x.data() : y.data();
+            t.f32_rotate_pairs(x.data(), cos.data(), sin.data(), out, n);
             for (int64_t i = 0; i < n; ++i) {
-              const double a = x_orig[offset + 2 * i], b = x_orig[offset + 2 * i + 1];
-              const double c = d.cos[i + offset], s = d.sin[i + offset];
+              const double a = d.x[2 * i], b = d.x[2 * i + 1];
+              const double c = d.cos[i], s = d.sin[i];
               const double mag = std::fabs(a * c) + std::fabs(b * s) + std::fabs(b * c) + std::fabs(a * s);
               const std::string where = std::string(isa_name(isa)) + " pairs=" + std::to_string(n) + " i=" +
-                                        std::to_string(i) + (in_place ? " in-place" : "") +
-                                        (offset ? " unaligned" : "");
+                                        std::to_string(i) + (in_place ? " in-place " : " ") + test::guard_name(at);
               expect_rotated(out[2 * i], a * c - b * s, mag, where);
               expect_rotated(out[2 * i + 1], b * c + a * s, mag, where);
-            }
-            if (!in_place) {
-              EXPECT_EQ(y[2 * n + offset], 123.0f) << "wrote past the end, pairs=" << n;
             }
           }
         }
