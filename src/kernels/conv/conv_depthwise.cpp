@@ -22,7 +22,7 @@ VF vload_s1(const float* p) { return *p; }
 VF vload_s2(const float* p) { return *p; }
 VF vgather(const float* p, int64_t /*stride*/) { return *p; }
 VM vrange(int64_t lo, int64_t hi) { return lo < hi; }
-VF vload_masked(const float* row, int64_t iw0, int64_t /*stride*/, VM /*m*/) { return row[iw0]; }
+VF vload_masked(const float* row, int64_t iw0, int64_t /*stride*/, VM m) { return m ? row[iw0] : 0.0f; }
 VF vfma(VF a, VF b, VF c) { return a * b + c; }
 VF vfma_masked(VF a, VF b, VF c, VM m) { return m ? a * b + c : c; }
 void vstore(float* p, VF v) { *p = v; }
