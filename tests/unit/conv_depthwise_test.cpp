@@ -11,18 +11,17 @@
 // ctest: emulated CPUs, gtest filter -ConvDepthwise.ReadsNothingOutsideTheInput
 // (Debian's QEMU 7.2 faults on VMASKMOVPS lanes that are masked off, which the
 // CPUs do not: the guard-page test runs natively only.)
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "base/isa.h"
 #include "conv_test_util.h"
+#include "guard_buffer.h"
 #include "kernels/conv/conv_f32.h"
 #include "kernels/registry.h"
 #include "op_test_util.h"
@@ -163,32 +162,6 @@ TEST(ConvDepthwise, NanAndInfPropagate) {
   }
 }
 
-// A copy of `v` flush against an inaccessible page, after it or before it: a
-// read past that end of the array faults.
-class GuardedFloats {
- public:
-  GuardedFloats(const std::vector<float>& v, bool guard_after) {
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const size_t bytes = v.size() * sizeof(float), span = (bytes + page - 1) / page * page;
-    size_ = span + 2 * page;
-    map_ = static_cast<char*>(mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    EXPECT_NE(map_, MAP_FAILED);
-    mprotect(map_, page, PROT_NONE);
-    mprotect(map_ + page + span, page, PROT_NONE);
-    data_ = reinterpret_cast<float*>(map_ + page + (guard_after ? span - bytes : 0));
-    std::memcpy(data_, v.data(), bytes);
-  }
-  ~GuardedFloats() { munmap(map_, size_); }
-  GuardedFloats(const GuardedFloats&) = delete;
-  GuardedFloats& operator=(const GuardedFloats&) = delete;
-  const float* data() const { return data_; }
-
- private:
-  char* map_ = nullptr;
-  size_t size_ = 0;
-  float* data_ = nullptr;
-};
-
 // The input against a guard page at either end: whatever the pads and strides,
 // no load takes a float from outside X (masked-off vector lanes may reach past
 // it; the CPU suppresses their faults).
@@ -198,10 +171,11 @@ TEST(ConvDepthwise, ReadsNothingOutsideTheInput) {
       const ConvShape s = conv_shape_of(
           {1, 2, 2, 2, {1, 3, in_w}, {1, 3, 3}, {1, 1, stride}, {1, 1, 1}, {0, 1, 2}, {0, 1, 2}});
       const ConvData d = make_conv_data(s, 1000 + static_cast<uint32_t>(in_w));
-      for (bool guard_after : {false, true}) {
-        const GuardedFloats x(d.x, guard_after);
+      for (GuardAt at : kBothGuards) {
+        const GuardedBuffer<float> x(std::span<const float>(d.x), at);
         for (Isa isa : available_isas()) {
-          SCOPED_TRACE(testing::Message() << isa_name(isa) << " stride " << stride << " width " << in_w);
+          SCOPED_TRACE(testing::Message() << isa_name(isa) << " stride " << stride << " width " << in_w << " "
+                                          << guard_name(at));
           std::vector<float> y(static_cast<size_t>(s.out_channels * s.w.out_size()));
           kernels::conv_f32_depthwise(kernels::dwconv::dwconv_table(isa), s, x.data(), d.w.data(), d.b.data(),
                                       y.data());
