@@ -7,9 +7,7 @@
 // weights are left out: im2col multiplies them by the padding's zeros, NaN as
 // in ONNX's zero-padded definition, where the loop here skips padding taps.)
 // ctest: every ISA level
-// ctest: emulated CPUs, gtest filter -ConvGemm.TouchesNothingOutsideXAndY
-// (Debian's QEMU 7.2 faults on VMASKMOVPS lanes that are masked off, which the
-// CPUs do not: the guard-page test runs natively only.)
+// ctest: emulated CPUs
 #include <cstring>
 #include <limits>
 #include <span>
