@@ -7,6 +7,7 @@
 #include "base/value_list.h"
 #include "commands.h"
 #include "onnx/model_loader.h"
+#include "onnx/value_proto.h"
 #include "tensor_io.h"
 
 namespace ember::cli {
@@ -43,7 +44,11 @@ int run_command(const RunArgs& args) {
       fmt::print(stderr, "ember run: {}\n", kv.status().to_string());
       return 1;
     }
-    auto t = read_tensor_file(kv->second);
+    DType kind = DType::kUndefined;
+    for (const runtime::IoInfo& info : (*session)->inputs()) {
+      if (info.name == kv->first) kind = info.dtype;
+    }
+    auto t = read_tensor_file(kv->second, kind);
     if (!t.is_ok()) {
       fmt::print(stderr, "ember run: input '{}' from {}: {}\n", kv->first, kv->second, t.status().to_string());
       return 1;
@@ -64,12 +69,12 @@ int run_command(const RunArgs& args) {
   for (size_t k = 0; k < outputs->size(); ++k) {
     const Tensor& t = (*outputs)[k];
     const std::string& name = (*session)->outputs()[k].name;
-    if (dtype_is_container(t.dtype())) {
-      fmt::print(stderr, "ember run: output '{}' is a {}; only tensor outputs can be written\n", name, dtype_name(t.dtype()));
-      return 1;
-    }
     std::string base = (std::filesystem::path(args.output_dir) / fmt::format("output_{}", k)).string();
-    std::ofstream(base + ".pb", std::ios::binary) << onnx::serialize_tensor_proto(t, name);
+    std::ofstream(base + ".pb", std::ios::binary) << onnx::serialize_value_proto(t, name);
+    if (const ValueList* list = container_list(t)) {
+      fmt::print("{} {} of {} values -> {}.pb\n", name, dtype_name(t.dtype()), list->items.size(), base);
+      continue;
+    }
     if (npy) {
       Status st = onnx::write_npy_file(base + ".npy", t);
       if (!st.is_ok()) {

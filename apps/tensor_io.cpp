@@ -1,12 +1,17 @@
 #include "tensor_io.h"
 
+#include "base/value_list.h"
 #include "onnx/model_loader.h"
+#include "onnx/value_proto.h"
 
 namespace ember::cli {
 
-Result<Tensor> read_tensor_file(const std::string& path) {
-  if (path.ends_with(".npy")) return onnx::read_npy_file(path);
-  EMBER_ASSIGN_OR_RETURN(onnx::NamedTensor t, onnx::read_tensor_proto_file(path));
+Result<Tensor> read_tensor_file(const std::string& path, DType kind) {
+  if (path.ends_with(".npy")) {
+    if (dtype_is_container(kind)) return invalid_argument("a {} cannot come from a .npy file; pass a .pb", dtype_name(kind));
+    return onnx::read_npy_file(path);
+  }
+  EMBER_ASSIGN_OR_RETURN(onnx::NamedTensor t, onnx::read_value_proto_file(path, kind));
   return std::move(t.tensor);
 }
 

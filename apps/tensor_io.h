@@ -9,8 +9,10 @@
 
 namespace ember::cli {
 
-// Reads a TensorProto (.pb) or NumPy (.npy) file, chosen by extension.
-Result<Tensor> read_tensor_file(const std::string& path);
+// Reads a TensorProto (.pb) or NumPy (.npy) file, chosen by extension; a .pb
+// file for a value of `kind` kSequence or kOptional is a SequenceProto or an
+// OptionalProto.
+Result<Tensor> read_tensor_file(const std::string& path, DType kind = DType::kUndefined);
 
 // "NAME=VALUE" -> {NAME, VALUE}.
 Result<std::pair<std::string, std::string>> split_assignment(const std::string& text, const char* what);

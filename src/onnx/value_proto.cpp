@@ -2,6 +2,8 @@
 
 #include "base/mapped_file.h"
 #include "base/value_list.h"
+#include "onnx/model_loader.h"
+#include "onnx/proto_wire.h"
 #include "onnx/tensor_proto.h"
 
 namespace ember::onnx {
@@ -77,7 +79,29 @@ Result<NamedTensor> decode_container(std::span<const uint8_t> bytes, const Where
   return out;
 }
 
+int64_t elem_type_of(DType t) {
+  if (t == DType::kSequence) return kElemSequence;
+  if (t == DType::kOptional) return kElemOptional;
+  return t == DType::kUndefined ? kElemUndefined : kElemTensor;
+}
+
 }  // namespace
+
+std::string serialize_value_proto(const Tensor& t, const std::string& name) {
+  const ValueList* list = container_list(t);
+  if (!list) return serialize_tensor_proto(t, name);
+  proto::Writer w;
+  w.string_field(kName, name);
+  w.varint_field(kElemType, static_cast<uint64_t>(elem_type_of(list->elem_dtype)));
+  for (const Tensor& item : list->items) {
+    const std::string bytes = serialize_value_proto(item, "");
+    const uint32_t field = item.dtype() == DType::kSequence   ? kSequence
+                           : item.dtype() == DType::kOptional ? kOptional
+                                                              : kTensor;
+    w.bytes_field(field, {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+  }
+  return w.take();
+}
 
 Result<NamedTensor> read_value_proto_file(const std::string& path, DType kind) {
   if (!dtype_is_container(kind)) return read_tensor_proto_file(path);

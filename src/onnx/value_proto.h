@@ -13,4 +13,8 @@ namespace ember::onnx {
 // (OptionalProto), or a tensor dtype (TensorProto).
 Result<NamedTensor> read_value_proto_file(const std::string& path, DType kind);
 
+// `t` serialized as what read_value_proto_file reads back: a SequenceProto or
+// OptionalProto for a handle (elements nested as they are), else a TensorProto.
+std::string serialize_value_proto(const Tensor& t, const std::string& name);
+
 }  // namespace ember::onnx
