@@ -1,7 +1,12 @@
-// Every UnaryKind of kernels/elementwise/unary_ukernels.h, out of place.
-#include <iterator>
+// Every UnaryKind of the unary op table (src/ops/unary_ops.def), out of place.
+#include <cctype>
+#include <cmath>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
+#include "kernels/elementwise/unary_reference.h"
 #include "kernels/elementwise/unary_ukernels.h"
 #include "micro_util.h"
 
@@ -16,43 +21,36 @@ constexpr int64_t kUnaryBytes = 8;
 
 struct UnaryCase {
   UnaryKind kind;
-  const char* name;
-  UnaryParams params;  // the ONNX defaults where the op has attributes
-  float lo, hi;        // input range: [-4, 4) unless the op needs x > 0
+  std::string name;    // the kind in snake_case
+  UnaryParams params;  // the op table's test parameters
+  float lo, hi;        // input range: [-4, 4), or [0.01, 4) for a kind undefined below 0
 };
-constexpr UnaryCase kUnaryCases[] = {
-    {UnaryKind::kRelu, "relu", {}, -4, 4},
-    {UnaryKind::kLeakyRelu, "leaky_relu", {0.01f}, -4, 4},
-    {UnaryKind::kElu, "elu", {1.0f}, -4, 4},
-    {UnaryKind::kSelu, "selu", {1.67326319f, 0.0f, 1.05070102f}, -4, 4},
-    {UnaryKind::kCelu, "celu", {1.0f}, -4, 4},
-    {UnaryKind::kHardSigmoid, "hard_sigmoid", {0.2f, 0.5f}, -4, 4},
-    {UnaryKind::kHardSwish, "hard_swish", {}, -4, 4},
-    {UnaryKind::kThresholdedRelu, "thresholded_relu", {1.0f}, -4, 4},
-    {UnaryKind::kSigmoid, "sigmoid", {}, -4, 4},
-    {UnaryKind::kTanh, "tanh", {}, -4, 4},
-    {UnaryKind::kErf, "erf", {}, -4, 4},
-    {UnaryKind::kGelu, "gelu", {}, -4, 4},
-    {UnaryKind::kGeluTanh, "gelu_tanh", {}, -4, 4},
-    {UnaryKind::kQuickGelu, "quick_gelu", {1.702f}, -4, 4},
-    {UnaryKind::kSilu, "silu", {}, -4, 4},
-    {UnaryKind::kMish, "mish", {}, -4, 4},
-    {UnaryKind::kSoftplus, "softplus", {}, -4, 4},
-    {UnaryKind::kSoftsign, "softsign", {}, -4, 4},
-    {UnaryKind::kExp, "exp", {}, -4, 4},
-    {UnaryKind::kLog, "log", {}, 0.01f, 4},
-    {UnaryKind::kSqrt, "sqrt", {}, 0.01f, 4},
-    {UnaryKind::kReciprocal, "reciprocal", {}, 0.01f, 4},
-    {UnaryKind::kNeg, "neg", {}, -4, 4},
-    {UnaryKind::kAbs, "abs", {}, -4, 4},
-    {UnaryKind::kClip, "clip", {-1.0f, 1.0f}, -4, 4},
-    {UnaryKind::kFloor, "floor", {}, -4, 4},
-    {UnaryKind::kCeil, "ceil", {}, -4, 4},
-    {UnaryKind::kRound, "round", {}, -4, 4},
-    {UnaryKind::kSin, "sin", {}, -4, 4},
-    {UnaryKind::kCos, "cos", {}, -4, 4},
-};
-static_assert(std::size(kUnaryCases) == static_cast<size_t>(UnaryKind::kCount), "a UnaryKind has no benchmark");
+
+std::string snake_case(std::string_view camel) {
+  std::string s;
+  for (char c : camel) {
+    if (std::isupper(static_cast<unsigned char>(c))) {
+      if (!s.empty()) s += '_';
+      s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else {
+      s += c;
+    }
+  }
+  return s;
+}
+
+// One case per kind of the op table (src/ops/unary_ops.def).
+std::vector<UnaryCase> unary_cases() {
+  std::vector<UnaryCase> cases;
+#define EMBER_UNARY_KIND(Kind, cost, alpha, beta, gamma, ...)                                            \
+  {                                                                                                       \
+    const UnaryParams p{alpha, beta, gamma};                                                              \
+    const bool positive = std::isnan(kernels::UnaryReference<UnaryKind::k##Kind>::apply(-1.0f, p));       \
+    cases.push_back({UnaryKind::k##Kind, snake_case(#Kind), p, positive ? 0.01f : -4.0f, 4.0f});          \
+  }
+#include "ops/unary_ops.def"
+  return cases;
+}
 
 MicroSetup unary_setup(Isa isa, const UnaryCase& c, int64_t n) {
   return [isa, c, n] {
@@ -67,7 +65,7 @@ MicroSetup unary_setup(Isa isa, const UnaryCase& c, int64_t n) {
 
 void register_unary_benchmarks() {
   for (Isa isa : available_isas()) {
-    for (const UnaryCase& c : kUnaryCases) {
+    for (const UnaryCase& c : unary_cases()) {
       for (int64_t n : kMicroSizes) register_micro("unary", c.name, isa, n, kUnaryBytes, unary_setup(isa, c, n));
     }
   }
