@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 
 #include "base/buffer.h"
@@ -44,10 +45,10 @@ Registry& registry() {
 
 // Under the lock.
 ScratchBlock* new_block(Registry& r, size_t bytes) {
-  auto* block = new ScratchBlock();
-  block->buffer.resize(bytes);
+  auto block = std::make_unique<ScratchBlock>();
+  block->buffer.resize(bytes);  // may throw AllocationError (the memory limit)
   r.bytes += block->buffer.capacity();
-  return block;
+  return block.release();
 }
 
 void free_block(Registry& r, ScratchBlock* block) {
@@ -97,11 +98,19 @@ ScratchBlock* raise(ThreadScratch* self, int id, size_t bytes) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   size_t& size = r.sizes[id];
+  const size_t before = size;
   // Half again, like AlignedBuffer: growing shapes (decode steps) raise O(log) times.
   if (bytes > size) size = size == 0 ? bytes : std::max(bytes, size + size / 2);
   for (ThreadScratch* s = r.head; s != nullptr; s = s->next) {
     if (capacity(s->blocks[id].load(std::memory_order_relaxed)) >= size) continue;
-    ScratchBlock* old = s->blocks[id].exchange(new_block(r, size), std::memory_order_acq_rel);
+    ScratchBlock* block;
+    try {
+      block = new_block(r, size);
+    } catch (...) {
+      size = before;  // past the memory limit: later, smaller requests are not held to this size
+      throw;
+    }
+    ScratchBlock* old = s->blocks[id].exchange(block, std::memory_order_acq_rel);
     if (old == nullptr) continue;
     if (s == self) {
       free_block(r, old);  // this call ends the caller's use of its previous block
@@ -129,8 +138,16 @@ ThreadScratch* make_thread_scratch() {
   Registry& r = registry();
   auto* s = new ThreadScratch();
   std::lock_guard<std::mutex> lock(r.mutex);
-  for (int id = 0; id < kMaxScratchIds; ++id) {
-    if (r.sizes[id] > 0) s->blocks[id].store(new_block(r, r.sizes[id]), std::memory_order_relaxed);
+  try {
+    for (int id = 0; id < kMaxScratchIds; ++id) {
+      if (r.sizes[id] > 0) s->blocks[id].store(new_block(r, r.sizes[id]), std::memory_order_relaxed);
+    }
+  } catch (...) {
+    for (auto& block : s->blocks) {
+      if (ScratchBlock* b = block.load(std::memory_order_relaxed)) free_block(r, b);
+    }
+    delete s;
+    throw;
   }
   s->next = r.head;
   if (r.head) r.head->prev = s;

@@ -72,6 +72,10 @@ struct alignas(64) Job {
   int64_t n = 0;
   int64_t chunk = 0;
   std::atomic<int> helped{0};  // workers that ran at least one range
+  // The first exception a worker's range threw (a failed allocation): the
+  // caller rethrows it once no worker is inside.
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
   alignas(64) std::atomic<int64_t> next{0};
 };
 
@@ -125,18 +129,29 @@ class Pool {
     struct JobEnd {
       Pool& pool;
       Job& job;
+      std::exception_ptr& worker_error;
       ~JobEnd() {
         if (std::uncaught_exceptions() > 0) job.next.fetch_add(job.n, std::memory_order_relaxed);  // drop the rest
         job.gate.fetch_or(kClosed, std::memory_order_acq_rel);
         while (helpers_inside(job.gate.load(std::memory_order_acquire)) != 0) cpu_relax();
+        if (job.failed.load(std::memory_order_acquire)) {
+          worker_error = std::move(job.error);
+          job.error = nullptr;
+          job.failed.store(false, std::memory_order_relaxed);
+        }
         const int helped = job.helped.load(std::memory_order_relaxed);
         if (helped == 0) pool.counters_.alone.fetch_add(1, std::memory_order_relaxed);
         pool.counters_.helpers_joined.fetch_add(static_cast<uint64_t>(helped), std::memory_order_relaxed);
         pool.open_jobs_.fetch_sub(1, std::memory_order_acq_rel);
         job.taken.store(false, std::memory_order_release);
       }
-    } end{*this, *job};
-    work(*job);
+    };
+    std::exception_ptr worker_error;
+    {
+      JobEnd end{*this, *job, worker_error};
+      work(*job, /*helper=*/false);
+    }
+    if (worker_error) std::rethrow_exception(worker_error);
   }
 
   // Stops and joins every worker once it has left the job it is in (if any);
@@ -246,7 +261,9 @@ class Pool {
   }
 
   // Runs ranges of `job` until none is left; returns how many this thread ran.
-  static int64_t work(Job& job) {
+  // A helper that catches an exception from a range keeps the first one for
+  // the caller and drops the ranges not yet started.
+  static int64_t work(Job& job, bool helper) {
     struct InJob {
       bool outer = t_in_job;
       InJob() { t_in_job = true; }
@@ -258,7 +275,18 @@ class Pool {
     for (;; ++ranges) {
       const int64_t begin = job.next.fetch_add(chunk, std::memory_order_relaxed);
       if (begin >= n) break;
-      fn(begin, std::min(n, begin + chunk));
+      if (!helper) {
+        fn(begin, std::min(n, begin + chunk));
+        continue;
+      }
+      try {
+        fn(begin, std::min(n, begin + chunk));
+      } catch (...) {
+        if (!job.failed.exchange(true, std::memory_order_acq_rel)) job.error = std::current_exception();
+        job.next.fetch_add(n, std::memory_order_relaxed);
+        ++ranges;
+        break;
+      }
     }
     if ((job.gate.load(std::memory_order_relaxed) & kDone) == 0) job.gate.fetch_or(kDone, std::memory_order_relaxed);
     return ranges;
@@ -307,7 +335,7 @@ class Pool {
                                               std::memory_order_relaxed)) {
         continue;
       }
-      if (work(*best) > 0) best->helped.fetch_add(1, std::memory_order_relaxed);
+      if (work(*best, /*helper=*/true) > 0) best->helped.fetch_add(1, std::memory_order_relaxed);
       best->gate.fetch_sub(1, std::memory_order_release);
       helped = Helped::kJoined;
     }

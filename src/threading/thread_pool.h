@@ -51,9 +51,10 @@ class ScopedThreadLimit {
 // without waiting for a worker that has not joined. A kernel picks `grain` so
 // that one range is worth waking a thread for (measured per kernel family; see
 // docs/architecture.md). Never allocates (per-thread scratch for a body:
-// threading/scratch.h). fn must not throw (kernel bodies never do); if it throws
-// on the calling thread, ranges not yet started are dropped and the job still
-// ends cleanly before the exception leaves parallel_for.
+// threading/scratch.h). fn throws only when an allocation fails (a scratch
+// buffer past the memory limit): ranges not yet started are dropped, the job
+// ends cleanly, and the exception (the caller's own, else the first a worker
+// caught) leaves parallel_for on the calling thread.
 void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn);
 
 // Jobs open at once with workers; a caller past that runs its job alone.

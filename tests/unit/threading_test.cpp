@@ -321,6 +321,33 @@ TEST(ThreadPool, AWorkerMovesToAnotherOpenJobWhenItsJobRunsOut) {
   EXPECT_EQ(delta.alone, 0u);
 }
 
+// A range that throws (an allocation past the memory limit) on a worker ends
+// the job and the exception leaves parallel_for on the caller; the pool then
+// runs the next job whole. Every range throws on a worker thread, so the test
+// does not depend on which thread took which range.
+TEST(ThreadPool, AnExceptionOnAWorkerReachesTheCaller) {
+  ScopedThreadLimit limit(2);
+  int thrown_on_workers = 0;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const std::thread::id caller = std::this_thread::get_id();
+    try {
+      parallel_for(64, 1, [&](int64_t, int64_t) {
+        if (std::this_thread::get_id() != caller) throw std::runtime_error("worker");
+        std::this_thread::sleep_for(std::chrono::microseconds(200));  // leaves ranges for a worker
+      });
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "worker");
+      ++thrown_on_workers;
+    }
+    std::vector<std::atomic<int>> hits(100);
+    parallel_for(100, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+    });
+    for (const auto& h : hits) ASSERT_EQ(h.load(), 1);
+  }
+  EXPECT_GT(thrown_on_workers, 0) << "no worker ever joined in 50 jobs";
+}
+
 TEST(ThreadPool, ManyConcurrentCallersLoseNoRange) {
   // Callers with different limits open and close jobs at once, more callers
   // than cores: every index of every job runs exactly once, no job uses more
