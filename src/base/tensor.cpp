@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "base/buffer.h"
 #include "base/value_list.h"
 
@@ -44,9 +46,24 @@ Tensor allocate_strings(Shape shape) {
   return Tensor(DType::kString, std::move(shape), p, std::shared_ptr<const void>(strings, p));
 }
 
+// Element counts whose byte size (up to 16 bytes an element) would not fit in
+// int64, and negative dims (a bug upstream), are refused before any arithmetic
+// overflows.
+void check_allocatable(DType dtype, std::span<const int64_t> shape) {
+  constexpr int64_t kMaxElements = int64_t{1} << 58;
+  int64_t n = 1;
+  bool ok = true;
+  for (int64_t d : shape) ok = ok && d >= 0 && !__builtin_mul_overflow(n, d, &n);
+  if (!ok || n > kMaxElements) {
+    throw AllocationError(fmt::format("cannot allocate a {} tensor of shape {}: its size does not fit in 64 bits",
+                                      dtype_name(dtype), shape_to_string(shape)));
+  }
+}
+
 }  // namespace
 
 Tensor Tensor::allocate_uninitialized(DType dtype, Shape shape) {
+  check_allocatable(dtype, shape);
   if (dtype == DType::kString) return allocate_strings(std::move(shape));
   size_t bytes = dtype_nbytes(dtype, shape_numel(shape));
   auto buffer = std::make_shared<AlignedBuffer>(bytes);

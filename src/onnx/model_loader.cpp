@@ -331,12 +331,7 @@ Result<std::shared_ptr<ir::Graph>> GraphBuilder::build(const GraphMsg& g, const 
   return graph;
 }
 
-}  // namespace
-
-Result<LoadedModel> load_model_from_bytes(std::span<const uint8_t> bytes, const std::string& base_dir,
-                                          std::shared_ptr<const void> keep_alive) {
-  ExternalData external(base_dir);
-  TensorContext ctx{std::move(keep_alive), &external};
+Result<LoadedModel> read_and_build(std::span<const uint8_t> bytes, TensorContext& ctx) {
   ModelMsg model;
   EMBER_RETURN_IF_ERROR(read_model(bytes, ctx, model));
   if (model.ir_version < kMinIrVersion || model.ir_version > kMaxIrVersion) {
@@ -354,11 +349,25 @@ Result<LoadedModel> load_model_from_bytes(std::span<const uint8_t> bytes, const 
   return LoadedModel{std::move(graph), std::move(metadata)};
 }
 
+}  // namespace
+
+// A data file truncated while it was read is reported as such (mapped_file.h),
+// whatever the parse made of the zeros it read.
+Result<LoadedModel> load_model_from_bytes(std::span<const uint8_t> bytes, const std::string& base_dir,
+                                          std::shared_ptr<const void> keep_alive) {
+  ExternalData external(base_dir);
+  TensorContext ctx{std::move(keep_alive), &external};
+  auto model = read_and_build(bytes, ctx);
+  EMBER_RETURN_IF_ERROR(external.check());
+  return model;
+}
+
 Result<LoadedModel> load_model(const std::string& path) {
   auto file = MappedFile::open(path);
   if (!file) return file.status();
   std::string dir = std::filesystem::path(path).parent_path().string();
   auto model = load_model_from_bytes(file.value()->bytes(), dir, file.value());
+  EMBER_RETURN_IF_ERROR(file.value()->check());
   if (!model) return model.status().with_context(path + ": ");
   return model;
 }

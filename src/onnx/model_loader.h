@@ -49,6 +49,8 @@ Result<NamedTensor> parse_tensor_proto(std::span<const uint8_t> bytes);
 std::string serialize_tensor_proto(const Tensor& t, const std::string& name);
 // NumPy `.npy` (format 1.0/2.0, little-endian, C order).
 Result<Tensor> read_npy_file(const std::string& path);
+// The same from bytes in memory; `path` names them in errors.
+Result<Tensor> parse_npy(std::span<const uint8_t> bytes, const std::string& path);
 Status write_npy_file(const std::string& path, const Tensor& t);
 
 }  // namespace ember::onnx

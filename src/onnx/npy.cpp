@@ -88,7 +88,12 @@ std::string npy_header(const Tensor& t, std::string_view descr) {
 
 Result<Tensor> read_npy_file(const std::string& path) {
   EMBER_ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::open(path));
-  std::span<const uint8_t> bytes = file->bytes();
+  auto t = parse_npy(file->bytes(), path);
+  EMBER_RETURN_IF_ERROR(file->check());
+  return t;
+}
+
+Result<Tensor> parse_npy(std::span<const uint8_t> bytes, const std::string& path) {
   if (bytes.size() < 10 || std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0) {
     return invalid_argument("{}: not a .npy file (bad magic)", path);
   }

@@ -320,12 +320,19 @@ Result<NamedTensor> parse_tensor_proto(std::span<const uint8_t> bytes) {
   return decode_tensor(bytes, root, ctx);
 }
 
+Status ExternalData::check() const {
+  for (const auto& [location, file] : files_) EMBER_RETURN_IF_ERROR(file->check());
+  return Status::ok();
+}
+
 Result<NamedTensor> read_tensor_proto_file(const std::string& path) {
   EMBER_ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::open(path));
   ExternalData external(std::filesystem::path(path).parent_path().string());
   TensorContext ctx{file, &external};
   Where root{nullptr, "TensorProto"};
   auto result = decode_tensor(file->bytes(), root, ctx);
+  EMBER_RETURN_IF_ERROR(file->check());
+  EMBER_RETURN_IF_ERROR(external.check());
   if (!result) return result.status().with_context(path + ": ");
   return result;
 }

@@ -24,6 +24,8 @@ class ExternalData {
   // byte range matches the tensor.
   Result<Tensor> load(const std::string& tensor_name, DType dtype, const Shape& shape, const std::string& location,
                       int64_t offset, int64_t length);
+  // An error when a file lost pages while it was read (MappedFile::check).
+  Status check() const;
 
  private:
   std::filesystem::path base_dir_;

@@ -109,6 +109,7 @@ Result<NamedTensor> read_value_proto_file(const std::string& path, DType kind) {
   TensorContext ctx{file, nullptr};
   Where root{nullptr, kind == DType::kSequence ? "SequenceProto" : "OptionalProto"};
   auto result = decode_container(file->bytes(), root, ctx, kind, 0);
+  EMBER_RETURN_IF_ERROR(file->check());
   if (!result) return result.status().with_context(path + ": ");
   return result;
 }

@@ -1,8 +1,11 @@
 #include "runtime/session.h"
 
+#include <algorithm>
 #include <map>
 #include <new>
 
+#include "base/buffer.h"
+#include "base/mapped_file.h"
 #include "ir/shape_inference.h"
 #include "onnx/model_loader.h"
 #include "runtime/executor.h"
@@ -20,9 +23,36 @@ template <typename F>
 auto guard_allocation(F&& f) -> decltype(f()) {
   try {
     return f();
+  } catch (const AllocationError& e) {
+    return Status(StatusCode::kInvalidArgument, e.what());
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::kInvalidArgument, "out of memory: a tensor the model asks for is too large to allocate");
   }
+}
+
+// The files the weights of `graph` (and its subgraphs) are mapped from.
+using MappedFiles = std::vector<std::shared_ptr<const MappedFile>>;
+void collect_mapped_files(const ir::Graph& graph, MappedFiles& files) {
+  for (const ir::Value& v : graph.values) {
+    if (!v.constant || v.constant->nbytes() == 0) continue;
+    auto file = MappedFile::containing(v.constant->data());
+    if (file && std::find(files.begin(), files.end(), file) == files.end()) files.push_back(std::move(file));
+  }
+  for (const ir::Node& n : graph.nodes) {
+    for (const ir::Attribute& a : n.attributes) {
+      if (a.g) collect_mapped_files(*a.g, files);
+      for (const auto& g : a.graphs) collect_mapped_files(*g, files);
+    }
+  }
+}
+
+// A run's status, or the error of a weights file that lost pages while it ran
+// (it read zeros there: mapped_file.h), which makes every later run fail too.
+template <typename F>
+Status checked_run(const MappedFiles& files, F&& f) {
+  Status st = guard_allocation(std::forward<F>(f));
+  for (const auto& file : files) EMBER_RETURN_IF_ERROR(file->check());
+  return st;
 }
 
 IoInfo io_info(const ir::Value& v) {
@@ -41,24 +71,27 @@ class SessionImpl final : public Session {
   // prepare(); Prepared checks each run's against the plan.
   class PreparedRunImpl : public PreparedRun {
    public:
-    PreparedRunImpl(std::unique_ptr<Executor::Prepared> prepared, int num_threads)
-        : prepared_(std::move(prepared)), num_threads_(num_threads) {}
+    PreparedRunImpl(std::unique_ptr<Executor::Prepared> prepared, int num_threads, const MappedFiles& files)
+        : prepared_(std::move(prepared)), num_threads_(num_threads), files_(files) {}
     Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) override {
       threading::ScopedThreadLimit threads(num_threads_);
-      return guard_allocation([&] { return prepared_->run(inputs, outputs); });
+      return checked_run(files_, [&] { return prepared_->run(inputs, outputs); });
     }
     Status run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) override {
       threading::ScopedThreadLimit threads(num_threads_);
-      return guard_allocation([&] { return prepared_->run_bound(inputs, outputs); });
+      return checked_run(files_, [&] { return prepared_->run_bound(inputs, outputs); });
     }
 
    private:
     std::unique_ptr<Executor::Prepared> prepared_;
     int num_threads_;
+    const MappedFiles& files_;  // the session's
   };
 
-  SessionImpl(std::shared_ptr<ir::Graph> graph, std::unique_ptr<Executor> executor, int num_threads)
-      : graph_(std::move(graph)), executor_(std::move(executor)), num_threads_(num_threads) {
+  SessionImpl(std::shared_ptr<ir::Graph> graph, std::unique_ptr<Executor> executor, int num_threads,
+              MappedFiles mapped_files)
+      : graph_(std::move(graph)), executor_(std::move(executor)), num_threads_(num_threads),
+        mapped_files_(std::move(mapped_files)) {
     for (ir::ValueId id : graph_->inputs) inputs_.push_back(io_info(graph_->value(id)));
     for (ir::ValueId id : graph_->outputs) outputs_.push_back(io_info(graph_->value(id)));
     std::map<std::string, std::pair<size_t, size_t>, std::less<>> first;
@@ -98,7 +131,7 @@ class SessionImpl final : public Session {
   Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const override {
     EMBER_RETURN_IF_ERROR(check_inputs(inputs));
     threading::ScopedThreadLimit threads(num_threads_);
-    return guard_allocation([&] { return executor_->run(inputs, outputs); });
+    return checked_run(mapped_files_, [&] { return executor_->run(inputs, outputs); });
   }
 
   Status run_bound(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const override {
@@ -107,7 +140,7 @@ class SessionImpl final : public Session {
       return invalid_argument("the model has {} outputs, {} were given", outputs_.size(), outputs.size());
     }
     threading::ScopedThreadLimit threads(num_threads_);
-    return guard_allocation([&] { return executor_->run_bound(inputs, outputs); });
+    return checked_run(mapped_files_, [&] { return executor_->run_bound(inputs, outputs); });
   }
 
   Result<std::unique_ptr<PreparedRun>> prepare(std::span<const Tensor* const> inputs,
@@ -118,7 +151,7 @@ class SessionImpl final : public Session {
     }
     return guard_allocation([&]() -> Result<std::unique_ptr<PreparedRun>> {
       EMBER_ASSIGN_OR_RETURN(auto prepared, executor_->prepare(inputs, outputs));
-      return std::unique_ptr<PreparedRun>(new PreparedRunImpl(std::move(prepared), num_threads_));
+      return std::unique_ptr<PreparedRun>(new PreparedRunImpl(std::move(prepared), num_threads_, mapped_files_));
     });
   }
 
@@ -189,6 +222,7 @@ class SessionImpl final : public Session {
   std::vector<IoInfo> inputs_;
   std::vector<IoInfo> outputs_;
   int num_threads_;
+  MappedFiles mapped_files_;
 };
 
 }  // namespace
@@ -203,8 +237,12 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<ir::Graph> grap
     // Prepacked constants are released only from a graph no one else holds: a
     // caller's other session on the same graph would find them without data.
     ir::Graph* owned = graph.use_count() == 1 ? graph.get() : nullptr;
+    MappedFiles mapped_files;
+    collect_mapped_files(*graph, mapped_files);
     EMBER_ASSIGN_OR_RETURN(auto executor, Executor::create(graph, graph->inputs, owned, options.progress));
-    return std::unique_ptr<Session>(new SessionImpl(std::move(graph), std::move(executor), options.num_threads));
+    for (const auto& file : mapped_files) EMBER_RETURN_IF_ERROR(file->check());
+    return std::unique_ptr<Session>(
+        new SessionImpl(std::move(graph), std::move(executor), options.num_threads, std::move(mapped_files)));
   });
 }
 

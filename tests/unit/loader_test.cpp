@@ -2,7 +2,11 @@
 // test's own (independent of the loader's), plus Debian's backend test models.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +16,7 @@
 
 #include "base/mapped_file.h"
 #include "onnx/model_loader.h"
+#include "runtime/session.h"
 
 namespace ember::onnx {
 namespace {
@@ -543,6 +548,95 @@ TEST(MappedFileTest, ReleasedPagesLeaveResidentMemoryAndReadBack) {
   EXPECT_EQ(release_mapped_pages(heap.data(), heap.size()), 0u);
   EXPECT_EQ(std::memcmp(heap.data(), data.data(), heap.size()), 0);
   EXPECT_EQ(release_mapped_pages(bytes, data.size() + page), 0u);
+}
+
+// Files truncated underneath a map (mapped_file.h): the lost pages read as
+// zeros, the map says so, and a session of weights in the file fails its runs
+// with the file's name instead of dying of SIGBUS.
+TEST(MappedFile, PagesLostToTruncationReadAsZerosAndAreReported) {
+  TempDir dir;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  dir.write("data.bin", std::string(3 * page, '\x7f'));
+  const std::string path = (dir.path / "data.bin").string();
+  auto file = MappedFile::open(path);
+  ASSERT_TRUE(file) << file.status().message();
+  const volatile uint8_t* bytes = (*file)->bytes().data();
+  EXPECT_EQ(bytes[2 * page + 5], 0x7f);
+  EXPECT_TRUE((*file)->check().is_ok());
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(page)), 0);
+  EXPECT_EQ(bytes[page - 1], 0x7f) << "a page the file still has";
+  EXPECT_EQ(bytes[2 * page + 5], 0) << "a lost page reads as zeros";
+  EXPECT_TRUE((*file)->faulted());
+  const std::string message = (*file)->check().message();
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find("truncated"), std::string::npos) << message;
+  EXPECT_NE(message.find("offset " + std::to_string(2 * page)), std::string::npos) << message;
+}
+
+TEST(MappedFileDeathTest, SigbusOutsideEmberMapsStillKills) {
+  TempDir dir;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  dir.write("data.bin", std::string(2 * page, 'x'));
+  const std::string path = (dir.path / "data.bin").string();
+  auto ember_map = MappedFile::open(path);  // installs Ember's handler
+  ASSERT_TRUE(ember_map);
+  EXPECT_EXIT(
+      {
+        int fd = ::open(path.c_str(), O_RDONLY);
+        void* p = ::mmap(nullptr, 2 * page, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (::ftruncate(::open(path.c_str(), O_RDWR), 0) != 0) std::exit(12);
+        std::exit(static_cast<const volatile char*>(p)[page] == 'x' ? 10 : 11);
+      },
+      ::testing::KilledBySignal(SIGBUS), "");
+}
+
+// A session over a Gather whose table (4096 x 16 floats) is external data, read
+// in place at every run.
+class TruncatedWeights : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::vector<float> table(kRows * kCols);
+    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i % 1000) + 0.5f;
+    dir.write("emb.bin", raw_bytes(table));
+    Msg emb = external_tensor("emb", {kRows, kCols}, "emb.bin", 0, -1);
+    dir.write("model.onnx", model(graph({node("Gather", {"emb", "ids"}, {"y"})}, {value_info("ids", 7, {2})},
+                                        {value_info("y", 1, {2, kCols})}, {emb})));
+    auto s = runtime::Session::load((dir.path / "model.onnx").string());
+    ASSERT_TRUE(s) << s.status().message();
+    session = std::move(s).value();
+  }
+  Result<std::vector<Tensor>> run() {
+    Tensor ids = Tensor::allocate(DType::kI64, {2});
+    ids.data_as<int64_t>()[0] = 3;
+    ids.data_as<int64_t>()[1] = kRows - 1;
+    runtime::NamedInput in[] = {{"ids", &ids}};
+    return session->run(in);
+  }
+  static constexpr int64_t kRows = 4096, kCols = 16;
+  TempDir dir;
+  std::unique_ptr<runtime::Session> session;
+};
+
+TEST_F(TruncatedWeights, RunsFailNamingTheFile) {
+  auto before = run();
+  ASSERT_TRUE(before) << before.status().message();
+  EXPECT_EQ((*before)[0].data_as<float>()[kCols], static_cast<float>((kRows - 1) * kCols % 1000) + 0.5f);
+  ASSERT_EQ(::truncate((dir.path / "emb.bin").c_str(), 0), 0);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto after = run();
+    ASSERT_FALSE(after) << "run " << attempt << " read a truncated weights file without an error";
+    EXPECT_NE(after.status().message().find("emb.bin' was truncated"), std::string::npos) << after.status().message();
+  }
+}
+
+TEST_F(TruncatedWeights, AFileReplacedByRenameKeepsTheMappedContents) {
+  auto before = run();
+  ASSERT_TRUE(before) << before.status().message();
+  dir.write("new.bin", std::string(16, 'z'));
+  fs::rename(dir.path / "new.bin", dir.path / "emb.bin");
+  auto after = run();
+  ASSERT_TRUE(after) << after.status().message();
+  EXPECT_EQ(floats_of((*after)[0]), floats_of((*before)[0]));
 }
 
 }  // namespace
