@@ -17,8 +17,10 @@ packages=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev libcli
           libjpeg62-turbo-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev)
 # Tests and benchmarks; qemu-user runs the binaries as CPUs without AVX-512 and without AVX; haproxy is
 # the load balancer of the `ember serve` replica test; python3-dev and python3-venv let `pip install .`
-# build the Python package (Debian's python3; a pyenv or other python3 on PATH brings its own).
-[ $cli_only = 1 ] || packages+=(libgtest-dev libbenchmark-dev libonnx-testdata qemu-user haproxy python3-dev python3-venv)
+# build the Python package (Debian's python3; a pyenv or other python3 on PATH brings its own);
+# clang-19 with its runtimes (libFuzzer, the sanitizers) builds the fuzz targets (scripts/test_sanitized.sh).
+[ $cli_only = 1 ] || packages+=(libgtest-dev libbenchmark-dev libonnx-testdata qemu-user haproxy python3-dev python3-venv
+                                clang-19 libclang-rt-19-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

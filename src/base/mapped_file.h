@@ -9,8 +9,9 @@
 // the process; whoever read the map checks faulted() afterwards and reports the
 // file (Session::run does, for the maps its weights live in). A SIGBUS outside
 // every live map goes to the previous handler, or kills as it would have. A file
-// replaced by rename keeps its old contents mapped; one rewritten in place is
-// not detected.
+// replaced by rename keeps its old contents mapped. Not detected: a file
+// rewritten in place, and the part of a truncation inside the new last page
+// (the kernel zeroes that tail without a fault).
 #include <atomic>
 #include <cstddef>
 #include <cstdint>

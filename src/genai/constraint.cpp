@@ -93,6 +93,8 @@ Result<std::pair<std::string, std::string>> llguidance_grammar(const ConstraintS
         schema = nlohmann::json::parse(spec.text);
       } catch (const nlohmann::json::parse_error& e) {
         return invalid_argument("{}: the JSON Schema is not valid JSON: {}", spec.origin, json_error_text(e, spec.text));
+      } catch (const nlohmann::json::exception& e) {  // a number past double's range, ...
+        return invalid_argument("{}: the JSON Schema cannot be read: {}", spec.origin, e.what());
       }
       if (!schema.is_object() && !schema.is_boolean()) {
         return invalid_argument("{}: a JSON Schema must be an object or a boolean, not {}", spec.origin,

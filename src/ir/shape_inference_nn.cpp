@@ -102,7 +102,7 @@ Status conv(OpContext& ctx) {
   if (rank >= 3) {
     size_t n = rank - 2;
     Window w = window_of(ctx, n, weight);
-    out = SymShape{x ? (*x)[0] : DimExpr{}, weight ? (*weight)[0] : DimExpr{}};
+    out = SymShape{x ? (*x)[0] : DimExpr{}, weight && !weight->empty() ? (*weight)[0] : DimExpr{}};
     for (size_t i = 0; i < n; ++i) {
       out->push_back(x && window_valid(w, n) ? window_out((*x)[i + 2], w, i, n, false) : DimExpr{});
     }

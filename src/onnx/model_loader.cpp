@@ -267,6 +267,7 @@ Result<std::shared_ptr<ir::Graph>> GraphBuilder::build(const GraphMsg& g, const 
   graph->name = g.name;
   graph->opsets = *scope.opsets;
   for (const ValueInfoMsg& info : g.inputs) {
+    if (info.name.empty()) return invalid_model("graph '{}' has an input without a name", g.name);
     std::string name = scope.map(info.name);
     if (graph->find_value(name) != ir::kNoValue) return invalid_model("graph '{}' declares input '{}' twice", g.name, name);
     ir::ValueId id = graph->add_value(name);
@@ -314,6 +315,7 @@ Result<std::shared_ptr<ir::Graph>> GraphBuilder::build(const GraphMsg& g, const 
     graph->nodes.push_back(std::move(node));
   }
   for (const ValueInfoMsg& info : g.outputs) {
+    if (info.name.empty()) return invalid_model("graph '{}' has an output without a name", g.name);
     ir::ValueId id = read(scope.map(info.name));
     ir::Value& v = graph->value(id);
     v.is_graph_output = true;

@@ -209,16 +209,32 @@ Result<Tensor> load_external(const TensorFields& t, DType dtype, const Shape& sh
   return ctx.external->load(t.name, dtype, shape, location, offset, length);
 }
 
+// The dims as a Shape, refused when negative or when the element count times
+// `element_bytes` could overflow; real sizes are checked against the data after.
+Result<Shape> checked_shape(const TensorFields& t, size_t element_bytes, const std::string& label) {
+  constexpr int64_t kMaxBytes = int64_t{1} << 60;
+  const int64_t max_elements = kMaxBytes / static_cast<int64_t>(std::max<size_t>(element_bytes, 1));
+  Shape shape;
+  int64_t numel = 1;
+  for (int64_t d : t.dims) {
+    if (d < 0) return invalid_model("{} has a negative dimension in {}", label, shape_to_string(t.dims));
+    shape.push_back(d);
+  }
+  // The product of the non-zero dims bounds every partial product (in any order), even of an empty tensor.
+  for (int64_t d : shape) {
+    if (d == 0) continue;
+    if (numel > max_elements / d) return invalid_model("{} has an impossibly large shape {}", label, shape_to_string(t.dims));
+    numel *= d;
+  }
+  return shape;
+}
+
 // String elements live only in string_data (onnx.proto: raw_data cannot hold them).
 Result<NamedTensor> decode_strings(const TensorFields& t, const std::string& label) {
   if (t.has_raw || t.data_location == kLocationExternal) {
     return invalid_model("{} is a string tensor with raw or external data; strings belong in string_data", label);
   }
-  Shape shape;
-  for (int64_t d : t.dims) {
-    if (d < 0) return invalid_model("{} has a negative dimension in {}", label, shape_to_string(t.dims));
-    shape.push_back(d);
-  }
+  EMBER_ASSIGN_OR_RETURN(Shape shape, checked_shape(t, sizeof(std::string), label));
   if (t.strings.size() != static_cast<size_t>(shape_numel(shape))) {
     return invalid_model("{} has {} values in string_data, expected {} for shape {}", label, t.strings.size(),
                          shape_numel(shape), shape_to_string(shape));
@@ -284,18 +300,8 @@ Result<NamedTensor> decode_tensor(std::span<const uint8_t> bytes, const Where& w
                            onnx_type_name(t.data_type));
   }
   auto dtype = static_cast<DType>(t.data_type);
-  Shape shape;
-  // Bounded so that numel * element size cannot overflow; real sizes are checked against the data below.
-  constexpr int64_t kMaxBytes = int64_t{1} << 60;
-  int64_t numel = 1;
-  for (int64_t d : t.dims) {
-    if (d < 0) return invalid_model("{} has a negative dimension in {}", label, shape_to_string(t.dims));
-    if (d > 0 && numel > kMaxBytes / static_cast<int64_t>(std::max<size_t>(dtype_size(dtype), 1)) / d) {
-      return invalid_model("{} has an impossibly large shape {}", label, shape_to_string(t.dims));
-    }
-    numel *= d;
-    shape.push_back(d);
-  }
+  EMBER_ASSIGN_OR_RETURN(Shape shape, checked_shape(t, dtype_size(dtype), label));
+  const int64_t numel = shape_numel(shape);
   NamedTensor out{t.name, {}};
   if (t.data_location == kLocationExternal) {
     EMBER_ASSIGN_OR_RETURN(out.tensor, load_external(t, dtype, shape, label, ctx));

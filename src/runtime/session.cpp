@@ -71,8 +71,8 @@ class SessionImpl final : public Session {
   // prepare(); Prepared checks each run's against the plan.
   class PreparedRunImpl : public PreparedRun {
    public:
-    PreparedRunImpl(std::unique_ptr<Executor::Prepared> prepared, int num_threads, const MappedFiles& files)
-        : prepared_(std::move(prepared)), num_threads_(num_threads), files_(files) {}
+    PreparedRunImpl(std::unique_ptr<Executor::Prepared> prepared, int num_threads, MappedFiles files)
+        : prepared_(std::move(prepared)), num_threads_(num_threads), files_(std::move(files)) {}
     Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) override {
       threading::ScopedThreadLimit threads(num_threads_);
       return checked_run(files_, [&] { return prepared_->run(inputs, outputs); });
@@ -85,7 +85,7 @@ class SessionImpl final : public Session {
    private:
     std::unique_ptr<Executor::Prepared> prepared_;
     int num_threads_;
-    const MappedFiles& files_;  // the session's
+    MappedFiles files_;  // the session's weights files
   };
 
   SessionImpl(std::shared_ptr<ir::Graph> graph, std::unique_ptr<Executor> executor, int num_threads,

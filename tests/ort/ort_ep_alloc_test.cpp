@@ -8,7 +8,7 @@
 // executable, since the replacement allocator is process-wide.
 #include <gtest/gtest.h>
 
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(EMBER_SANITIZED)
 
 #include <dlfcn.h>
 #include <execinfo.h>

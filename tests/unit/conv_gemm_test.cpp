@@ -57,7 +57,8 @@ void check_case(const ConvCase& c, uint32_t seed) {
       for (int threads : {2, 3}) {
         const std::vector<float> more = run_gemm(isa, s, d, bias, threads);
         ASSERT_EQ(one.size(), more.size());
-        EXPECT_EQ(0, std::memcmp(one.data(), more.data(), one.size() * sizeof(float))) << threads << " threads differ";
+        EXPECT_TRUE(one.empty() || std::memcmp(one.data(), more.data(), one.size() * sizeof(float)) == 0)
+            << threads << " threads differ";
       }
     }
   }

@@ -20,7 +20,7 @@
 // Every heap allocation of the process (operator new goes through malloc) is
 // counted while `g_counting` is set. Sanitizers own malloc: the counting tests
 // skip under them.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(EMBER_SANITIZED)
 #define EMBER_COUNT_ALLOCATIONS 0
 #else
 #define EMBER_COUNT_ALLOCATIONS 1

@@ -152,7 +152,23 @@ bool contains(const Value& container, const Value& item) {
 
 class Interpreter {
  public:
-  explicit Interpreter(const RenderOptions& options) : options_(options) {}
+  // A macro holds the scope it was defined in, and that scope holds the macro:
+  // a reference cycle. Every scope made during a render is emptied when the
+  // render ends, which frees them all.
+  ~Interpreter() {
+    for (const auto& weak : scopes_) {
+      if (ScopePtr scope = weak.lock()) scope->vars.clear();
+    }
+  }
+
+  ScopePtr make_scope(Vars vars, ScopePtr parent) {
+    auto scope = std::make_shared<Scope>(Scope{std::move(vars), std::move(parent)});
+    if (scopes_.size() == scopes_.capacity()) {  // drop the freed ones before growing
+      std::erase_if(scopes_, [](const auto& weak) { return weak.expired(); });
+    }
+    scopes_.push_back(scope);
+    return scope;
+  }
 
   Flow exec(const Body& body, const ScopePtr& scope, std::string& out) {
     for (const StmtPtr& s : body) {
@@ -226,7 +242,7 @@ class Interpreter {
     if (s.condition) {
       List kept;
       for (Value& item : items) {
-        auto probe = std::make_shared<Scope>(Scope{{}, scope});
+        auto probe = make_scope({}, scope);
         assign(*s.target, item, probe);
         if (eval(*s.condition, probe).truthy()) kept.push_back(std::move(item));
       }
@@ -234,7 +250,7 @@ class Interpreter {
     }
     const int64_t n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
-      auto iteration = std::make_shared<Scope>(Scope{{}, scope});
+      auto iteration = make_scope({}, scope);
       Dict loop = {{"index", Value(i + 1)},
                    {"index0", Value(i)},
                    {"revindex", Value(n - i)},
@@ -278,7 +294,7 @@ class Interpreter {
       if (a.positional.size() > s.params.size()) {
         throw Error(fmt::format("macro '{}' takes not more than {} argument(s)", s.name, s.params.size()));
       }
-      auto local = std::make_shared<Scope>(Scope{{}, scope});
+      auto local = make_scope({}, scope);
       for (size_t i = 0; i < s.params.size(); ++i) {
         const Value* given = a.get(i, s.params[i].c_str());
         local->set(s.params[i], given ? *given : s.defaults[i] ? eval(*s.defaults[i], local) : Value());
@@ -378,7 +394,7 @@ class Interpreter {
     return arithmetic(op, a, b);
   }
 
-  const RenderOptions& options_;
+  std::vector<std::weak_ptr<Scope>> scopes_;
 };
 
 // Unknown filters and tests are errors when the template is compiled, as in jinja2 —
@@ -428,6 +444,10 @@ Vars builtin_globals(const RenderOptions& options) {
                      if (a.positional.size() > 2) step = a.positional[2].as_int();
                    }
                    if (step == 0) throw Error("range() arg 3 must not be zero");
+                   // jinja2's sandbox bound (jinja2.sandbox.MAX_RANGE): a template cannot ask for 10^12 items.
+                   constexpr int64_t kMaxRange = 100000;
+                   const double count = (static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step);
+                   if (count > kMaxRange) throw Error(fmt::format("range() of more than {} items", kMaxRange));
                    List out;
                    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
                    return Value(std::move(out));
@@ -463,21 +483,25 @@ Result<Template> Template::parse(const std::string& source) {
     return t;
   } catch (const Error& e) {
     return to_status(e);
+  } catch (const std::exception& e) {  // a number out of range, a string past memory: never past this boundary
+    return invalid_argument("template: {}", e.what());
   }
 }
 
 Result<std::string> Template::render(const Dict& globals, const RenderOptions& options) const {
   try {
-    auto builtins = std::make_shared<Scope>(Scope{builtin_globals(options), nullptr});
+    Interpreter interpreter;
+    auto builtins = interpreter.make_scope(builtin_globals(options), nullptr);
     Vars vars;
     for (const auto& [name, value] : globals) vars.emplace_back(name.to_string(), value);
-    auto root = std::make_shared<Scope>(Scope{std::move(vars), builtins});
-    Interpreter interpreter(options);
+    auto root = interpreter.make_scope(std::move(vars), builtins);
     std::string out;
     interpreter.exec(*body_, root, out);
     return out;
   } catch (const Error& e) {
     return to_status(e);
+  } catch (const std::exception& e) {
+    return invalid_argument("template: {}", e.what());
   }
 }
 

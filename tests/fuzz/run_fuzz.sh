@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# One libFuzzer target from its seeds and regression inputs, with the limits
+# every target is held to: 1 s per input, 2 GiB of memory, no leak.
+#   run_fuzz.sh BINARY NAME SEEDS_ROOT CORPUS_ROOT [LIBFUZZER_FLAGS...]
+# e.g. -max_total_time=30 (the ctest smoke) or -runs=1000000 (docs/fuzzing.md).
+# New inputs go to CORPUS_ROOT/NAME, emptied first; a crash is written to
+# CORPUS_ROOT/NAME-crashes/ (kept until copied into regressions/NAME) and makes this fail.
+set -euo pipefail
+binary="$1" name="$2" seeds="$3/$2" corpus="$4/$2"
+shift 4
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+rm -rf "$corpus"
+mkdir -p "$corpus" "$corpus-crashes"
+inputs=("$corpus")
+[ -d "$seeds" ] || { echo "run_fuzz.sh: no seed corpus $seeds (tests/fuzz/make_seeds.py)" >&2; exit 1; }
+inputs+=("$seeds")
+[ -d "$here/regressions/$name" ] && inputs+=("$here/regressions/$name")
+flags=(-timeout=1 -rss_limit_mb=2048 -malloc_limit_mb=2048 -detect_leaks=1 -print_final_stats=1
+       "-artifact_prefix=$corpus-crashes/")
+case "$name" in  # the dictionaries: tokens of the input's language
+  chat_template) flags+=("-dict=$here/jinja.dict") ;;
+  genai_config|server_request|tokenizer_json|constraint) flags+=("-dict=$here/json.dict") ;;
+esac
+exec "$binary" "${flags[@]}" "$@" "${inputs[@]}"
