@@ -11,7 +11,10 @@ rule; then the temperature, 1 for greedy; no truncation), and their log-softmax
 must give Ember's chosen-token logprob and its top-N list: the same ids wherever
 two neighbours are further apart than the tolerance, and the same values
 within it. The tolerance covers int4 weights with int8 activations computed by
-two runtimes (their logits differ by up to ~1e-2 on models/default). The same
+two runtimes, divided by the temperature as the logits are. Their logprobs
+differ by CPU, since ONNX Runtime's int8 kernels do: up to ~1e-2 on AVX-512
+VNNI hosts, 2.02e-2 (greedy) and 3.85e-2 (temperature 0.7) on an AVX2-only EPYC
+(2026-12-04; Ember's own logprobs are the same at every ISA level). The same
 again with --prompt-lookup, whose logprobs come from rows of multi-token runs.
 Exits non-zero on the first mismatch.
 """
@@ -23,7 +26,7 @@ import numpy as np
 import onnxruntime_genai as og
 
 TOP = 5
-TOLERANCE = 0.02
+TOLERANCE = 0.035  # at temperature 1
 
 
 def ember_run(ember, folder, extra):
@@ -43,6 +46,7 @@ def reference_logprobs(logits, history, temperature, penalty):
 
 
 def check(model, out, temperature, penalty, what):
+    tolerance = TOLERANCE / temperature
     prompt, tokens = out["prompt_tokens"], out["generated_tokens"]
     assert len(out["logprobs"]) == len(tokens), (what, len(out["logprobs"]), len(tokens))
     params = og.GeneratorParams(model)
@@ -57,7 +61,7 @@ def check(model, out, temperature, penalty, what):
         assert lp["token"] == token, (where, lp["token"], token)
         assert lp["logprob"] <= 0, (where, lp)
         worst = max(worst, abs(lp["logprob"] - ref[token]))
-        assert abs(lp["logprob"] - ref[token]) < TOLERANCE, (where, lp["logprob"], ref[token])
+        assert abs(lp["logprob"] - ref[token]) < tolerance, (where, lp["logprob"], ref[token])
         top = lp["top"]
         assert len(top) == TOP, (where, top)
         values = [t["logprob"] for t in top]
@@ -65,11 +69,11 @@ def check(model, out, temperature, penalty, what):
         order = np.argsort(-ref, kind="stable")
         for k, entry in enumerate(top):
             worst = max(worst, abs(entry["logprob"] - ref[entry["token"]]))
-            assert abs(entry["logprob"] - ref[entry["token"]]) < TOLERANCE, (where, k, entry, ref[entry["token"]])
+            assert abs(entry["logprob"] - ref[entry["token"]]) < tolerance, (where, k, entry, ref[entry["token"]])
             # The k-th most likely by the reference, unless a neighbour is within the tolerance.
             expected = int(order[k])
             if entry["token"] != expected:
-                assert abs(ref[expected] - ref[entry["token"]]) < TOLERANCE, (where, k, entry, expected)
+                assert abs(ref[expected] - ref[entry["token"]]) < tolerance, (where, k, entry, expected)
         history.append(token)
         generator.append_tokens(np.array([token], dtype=np.int32))
     print(f"ok   {what}: {len(tokens)} tokens, largest logprob difference {worst:.2e}")
