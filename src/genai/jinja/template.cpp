@@ -150,6 +150,8 @@ bool contains(const Value& container, const Value& item) {
   throw Error(fmt::format("argument of type '{}' is not iterable", container.type_name()));
 }
 
+constexpr int kMaxDepth = 256;  // Interpreter::eval
+
 class Interpreter {
  public:
   // A macro holds the scope it was defined in, and that scope holds the macro:
@@ -185,6 +187,19 @@ class Interpreter {
   }
 
   Value eval(const Expr& e, const ScopePtr& scope) {
+    // Nested expressions and macro calls (each goes through here) stop at a
+    // depth, as Python's recursion limit stops jinja2: a macro calling itself
+    // without end is an error, not a stack overflow.
+    struct Deeper {
+      int& depth;
+      explicit Deeper(int& d) : depth(d) {
+        if (++depth > kMaxDepth) {
+          --depth;
+          throw Error(fmt::format("the template nests expressions or macro calls more than {} deep", kMaxDepth));
+        }
+      }
+      ~Deeper() { --depth; }
+    } deeper(depth_);
     try {
       return eval_inner(e, scope);
     } catch (const Error& err) {
@@ -395,6 +410,7 @@ class Interpreter {
   }
 
   std::vector<std::weak_ptr<Scope>> scopes_;
+  int depth_ = 0;  // eval() calls on the stack
 };
 
 // Unknown filters and tests are errors when the template is compiled, as in jinja2 —
