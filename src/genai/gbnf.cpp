@@ -196,7 +196,11 @@ class GbnfParser {
           EMBER_RETURN_IF_ERROR(skip_space(nested));
           continue;
         }
-        out += nlohmann::json(text).dump();
+        try {
+          out += nlohmann::json(text).dump();
+        } catch (const nlohmann::json::exception&) {  // raw bytes of invalid UTF-8 in the literal
+          return error_at(begin, "the string literal is not valid UTF-8");
+        }
       } else if (c == '[') {
         ++pos_;
         std::string cls = "/[";
