@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -44,7 +44,6 @@ struct sigaction previous {};
 }  // namespace
 
 struct MappedFileFaults {
-
   static void install() {
     static std::once_flag once;
     std::call_once(once, [] {

@@ -34,7 +34,6 @@ class MappedFile : public std::enable_shared_from_this<MappedFile> {
   MappedFile& operator=(const MappedFile&) = delete;
   ~MappedFile();
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
-  const std::string& path() const { return path_; }
 
   // Pages read after the file lost them (truncated underneath); they read as zeros.
   bool faulted() const { return faults_.load(std::memory_order_acquire) != 0; }

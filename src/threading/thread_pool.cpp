@@ -275,13 +275,10 @@ class Pool {
     for (;; ++ranges) {
       const int64_t begin = job.next.fetch_add(chunk, std::memory_order_relaxed);
       if (begin >= n) break;
-      if (!helper) {
-        fn(begin, std::min(n, begin + chunk));
-        continue;
-      }
       try {
         fn(begin, std::min(n, begin + chunk));
       } catch (...) {
+        if (!helper) throw;  // the caller's own: JobEnd drops the rest as it unwinds
         if (!job.failed.exchange(true, std::memory_order_acq_rel)) job.error = std::current_exception();
         job.next.fetch_add(n, std::memory_order_relaxed);
         ++ranges;
