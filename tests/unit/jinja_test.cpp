@@ -85,6 +85,32 @@ TEST(Jinja, ErrorsNameLineAndColumn) {
   EXPECT_EQ(error_of("{{ x.y }}"), "template line 1, column 5: cannot read attribute 'y' of an undefined value");
 }
 
+// jinja2 stops at Python's recursion limit; Ember at 256 levels, with an error
+// rather than a stack overflow, whichever way the nesting is written.
+TEST(Jinja, NestingIsBoundedWithAnError) {
+  const auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  const auto contains = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  const std::string too_deep = "nests blocks or expressions more than 256 deep";
+  EXPECT_EQ(render("{{ " + repeat("(", 200) + "7" + repeat(")", 200) + " }}"), "7");
+  EXPECT_EQ(render(repeat("{% if true %}", 200) + "x" + repeat("{% endif %}", 200)), "x");
+  EXPECT_EQ(render("{{ " + repeat("1 + ", 200) + "1 }}"), "201");
+  EXPECT_PRED2(contains, error_of("{{ " + repeat("(", 100000) + "7" + repeat(")", 100000) + " }}"), too_deep);
+  EXPECT_PRED2(contains, error_of(repeat("{% if true %}", 100000) + "x" + repeat("{% endif %}", 100000)), too_deep);
+  EXPECT_PRED2(contains, error_of("{{ " + repeat("1 + ", 1000000) + "1 }}"), too_deep);
+  EXPECT_PRED2(contains, error_of("{{ " + repeat("not ", 100000) + "1 }}"), too_deep);
+  EXPECT_PRED2(contains, error_of("{{ " + repeat("-", 100000) + "1 }}"), too_deep);
+  EXPECT_PRED2(contains, error_of("{{ x" + repeat("[0]", 100000) + " }}"), too_deep);
+  EXPECT_PRED2(contains, error_of("{{ 1" + repeat(" if true else 2", 100000) + " }}"), too_deep);
+  EXPECT_PRED2(contains, error_of("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}"),
+               "nests expressions or macro calls more than 256 deep");
+}
+
 TEST(Jinja, StrftimeNowUsesTheGivenClock) {
   auto t = Template::parse("{{ strftime_now('%d %b %Y') }}");
   RenderOptions options;

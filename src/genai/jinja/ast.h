@@ -35,6 +35,7 @@ struct Expr {
   Value value;
   std::vector<ExprPtr> children;
   std::vector<std::string> keywords;
+  int depth = 1;  // this node's levels and its deepest child's (the parser bounds it)
 };
 
 struct Stmt;

@@ -10,6 +10,12 @@ namespace {
 
 using T = Token::Type;
 
+// A template nests at most this deep: blocks within blocks, expressions within
+// expressions (a chain such as a + b + c is a level per operator), as Python's
+// recursion limit bounds jinja2. The parser's recursion and the tree's recursive
+// walks (the compile-time checks, rendering, destruction) stay within the stack.
+constexpr int kMaxNesting = 256;
+
 class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
@@ -58,6 +64,35 @@ class Parser {
     }
   }
 
+  // Entered by each recursive parse_* function; past kMaxNesting, an error.
+  class Nested {
+   public:
+    explicit Nested(Parser& parser) : parser_(parser) {
+      if (++parser_.nesting_ > kMaxNesting) {
+        --parser_.nesting_;
+        parser_.too_deep();
+      }
+    }
+    ~Nested() { --parser_.nesting_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+
+   private:
+    Parser& parser_;
+  };
+  [[noreturn]] void too_deep() const {
+    fail(fmt::format("the template nests blocks or expressions more than {} deep", kMaxNesting));
+  }
+
+  // Appends a child (null: an absent part), keeping the tree within kMaxNesting levels.
+  void add(Expr& parent, ExprPtr child) {
+    if (child) {
+      parent.depth = std::max(parent.depth, child->depth + 1);
+      if (parent.depth > kMaxNesting) too_deep();
+    }
+    parent.children.push_back(std::move(child));
+  }
+
   ExprPtr make(Expr::Kind kind, const Token& at, std::string name = {}) {
     auto e = std::make_unique<Expr>();
     e->kind = kind;
@@ -70,6 +105,7 @@ class Parser {
   // ---- statements ----
 
   Body parse_body(std::initializer_list<const char*> end_tags) {
+    const Nested nested(*this);
     Body body;
     while (true) {
       const Token& t = cur();
@@ -260,14 +296,14 @@ class Parser {
       ExprPtr target = make(Expr::Kind::kName, at, expect_name());
       if (with_namespace && skip_op(".")) {
         auto attr = make(Expr::Kind::kAttr, at, expect_name());
-        attr->children.push_back(std::move(target));
+        add(*attr, std::move(target));
         target = std::move(attr);
       }
       names.push_back(std::move(target));
     } while (skip_op(","));
     if (names.size() == 1) return std::move(names[0]);
     auto tuple = make(Expr::Kind::kTuple, tokens_[pos_ - 1]);
-    tuple->children = std::move(names);
+    for (ExprPtr& name : names) add(*tuple, std::move(name));
     return tuple;
   }
 
@@ -292,11 +328,12 @@ class Parser {
     if (!is_tuple && items.size() == 1) return std::move(items[0]);
     if (items.empty() && !explicit_parens) fail(fmt::format("expected an expression, got '{}'", describe(cur())));
     auto tuple = make(Expr::Kind::kTuple, at);
-    tuple->children = std::move(items);
+    for (ExprPtr& item : items) add(*tuple, std::move(item));
     return tuple;
   }
 
   ExprPtr parse_expression(bool with_condexpr) {
+    const Nested nested(*this);
     ExprPtr expr = parse_or();
     if (!with_condexpr) return expr;
     while (is_name("if")) {
@@ -304,9 +341,9 @@ class Parser {
       auto ternary = make(Expr::Kind::kTernary, at);
       ExprPtr condition = parse_or();
       ExprPtr otherwise = skip_name("else") ? parse_expression(true) : nullptr;
-      ternary->children.push_back(std::move(condition));
-      ternary->children.push_back(std::move(expr));
-      ternary->children.push_back(std::move(otherwise));
+      add(*ternary, std::move(condition));
+      add(*ternary, std::move(expr));
+      add(*ternary, std::move(otherwise));
       expr = std::move(ternary);
     }
     return expr;
@@ -314,8 +351,8 @@ class Parser {
 
   ExprPtr binary(const Token& at, std::string op, ExprPtr lhs, ExprPtr rhs) {
     auto e = make(Expr::Kind::kBinary, at, std::move(op));
-    e->children.push_back(std::move(lhs));
-    e->children.push_back(std::move(rhs));
+    add(*e, std::move(lhs));
+    add(*e, std::move(rhs));
     return e;
   }
 
@@ -339,8 +376,9 @@ class Parser {
 
   ExprPtr parse_not() {
     if (is_name("not")) {
+      const Nested nested(*this);
       auto e = make(Expr::Kind::kUnary, next(), "not");
-      e->children.push_back(parse_not());
+      add(*e, parse_not());
       return e;
     }
     return parse_compare();
@@ -386,9 +424,10 @@ class Parser {
   ExprPtr parse_unary(bool with_filter) {
     ExprPtr e;
     if (is_op("-") || is_op("+")) {
+      const Nested nested(*this);
       const Token at = next();
       e = make(Expr::Kind::kUnary, at, at.text);
-      e->children.push_back(parse_unary(false));
+      add(*e, parse_unary(false));
     } else {
       e = parse_postfix(parse_primary());
     }
@@ -424,7 +463,7 @@ class Parser {
       while (!skip_op("]")) {
         if (!list->children.empty()) expect_op(",");
         if (skip_op("]")) break;
-        list->children.push_back(parse_expression(true));
+        add(*list, parse_expression(true));
       }
       return list;
     }
@@ -433,9 +472,9 @@ class Parser {
       while (!skip_op("}")) {
         if (!dict->children.empty()) expect_op(",");
         if (skip_op("}")) break;
-        dict->children.push_back(parse_expression(true));
+        add(*dict, parse_expression(true));
         expect_op(":");
-        dict->children.push_back(parse_expression(true));
+        add(*dict, parse_expression(true));
       }
       return dict;
     }
@@ -454,12 +493,12 @@ class Parser {
       if (skip_op(".")) {
         if (cur().type == T::kInt) {
           auto item = make(Expr::Kind::kItem, at);
-          item->children.push_back(std::move(e));
-          item->children.push_back(literal(cur(), Value(static_cast<int64_t>(std::stoll(next().text)))));
+          add(*item, std::move(e));
+          add(*item, literal(cur(), Value(static_cast<int64_t>(std::stoll(next().text)))));
           e = std::move(item);
         } else {
           auto attr = make(Expr::Kind::kAttr, at, expect_name());
-          attr->children.push_back(std::move(e));
+          add(*attr, std::move(e));
           e = std::move(attr);
         }
       } else if (skip_op("[")) {
@@ -477,17 +516,17 @@ class Parser {
     if (!skip_op(":")) {
       expect_op("]");
       auto item = make(Expr::Kind::kItem, at);
-      item->children.push_back(std::move(object));
-      item->children.push_back(std::move(start));
+      add(*item, std::move(object));
+      add(*item, std::move(start));
       return item;
     }
     auto slice = make(Expr::Kind::kSlice, at);
-    slice->children.push_back(std::move(object));
-    slice->children.push_back(std::move(start));
-    slice->children.push_back(is_op(":") || is_op("]") ? nullptr : parse_expression(true));
+    add(*slice, std::move(object));
+    add(*slice, std::move(start));
+    add(*slice, is_op(":") || is_op("]") ? nullptr : parse_expression(true));
     ExprPtr step;
     if (skip_op(":") && !is_op("]")) step = parse_expression(true);
-    slice->children.push_back(std::move(step));
+    add(*slice, std::move(step));
     expect_op("]");
     return slice;
   }
@@ -495,7 +534,7 @@ class Parser {
   // Arguments in parentheses (if present) after `operand`.
   ExprPtr parse_call(ExprPtr operand, Expr::Kind kind, std::string name) {
     auto call = make(kind, cur(), std::move(name));
-    call->children.push_back(std::move(operand));
+    add(*call, std::move(operand));
     if (!skip_op("(")) return call;
     std::vector<ExprPtr> keyword_values;
     bool first = true;
@@ -509,10 +548,10 @@ class Parser {
         keyword_values.push_back(parse_expression(true));
       } else {
         if (!call->keywords.empty()) fail("positional argument follows keyword argument");
-        call->children.push_back(parse_expression(true));
+        add(*call, parse_expression(true));
       }
     }
-    for (auto& v : keyword_values) call->children.push_back(std::move(v));
+    for (auto& v : keyword_values) add(*call, std::move(v));
     return call;
   }
 
@@ -542,16 +581,16 @@ class Parser {
           test = parse_call(std::move(e), Expr::Kind::kTest, std::move(name));
         } else {
           test = make(Expr::Kind::kTest, at, std::move(name));
-          test->children.push_back(std::move(e));
+          add(*test, std::move(e));
           const bool has_arg = cur().type == T::kString || cur().type == T::kInt || cur().type == T::kFloat ||
                                is_op("[") || is_op("{") ||
                                (cur().type == T::kName && !is_name("else") && !is_name("or") && !is_name("and") &&
                                 !is_name("if") && !is_name("in") && !is_name("is") && !is_name("not"));
-          if (has_arg) test->children.push_back(parse_postfix(parse_primary()));
+          if (has_arg) add(*test, parse_postfix(parse_primary()));
         }
         if (negated) {
           auto n = make(Expr::Kind::kUnary, at, "not");
-          n->children.push_back(std::move(test));
+          add(*n, std::move(test));
           test = std::move(n);
         }
         e = std::move(test);
@@ -565,6 +604,7 @@ class Parser {
 
   std::vector<Token> tokens_;
   size_t pos_ = 0;
+  int nesting_ = 0;
   int loop_depth_ = 0;
 };
 
