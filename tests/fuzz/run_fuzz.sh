@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One libFuzzer target from its seeds and regression inputs, with the limits
 # every target is held to: 1 s per input, 2 GiB of memory, no leak.
-#   run_fuzz.sh BINARY NAME SEEDS_ROOT CORPUS_ROOT [LIBFUZZER_FLAGS...]
-# e.g. -max_total_time=30 (the ctest smoke) or -runs=1000000 (docs/fuzzing.md).
+#   run_fuzz.sh BINARY NAME SEEDS_ROOT CORPUS_ROOT [LIBFUZZER_FLAGS...] [MORE_INPUT_DIRS...]
+# e.g. -max_total_time=30 (the ctest smoke) or -runs=1000000 (docs/fuzzing.md);
+# a longer run goes on from an earlier run's corpus when given its folder.
 # New inputs go to CORPUS_ROOT/NAME, emptied first; a crash is written to
 # CORPUS_ROOT/NAME-crashes/ (kept until copied into regressions/NAME) and makes this fail.
 set -euo pipefail
@@ -21,4 +22,5 @@ case "$name" in  # the dictionaries: tokens of the input's language
   chat_template) flags+=("-dict=$here/jinja.dict") ;;
   genai_config|server_request|tokenizer_json|constraint) flags+=("-dict=$here/json.dict") ;;
 esac
-exec "$binary" "${flags[@]}" "$@" "${inputs[@]}"
+# libFuzzer writes new inputs to the first folder and reads flags from anywhere.
+exec "$binary" "${flags[@]}" "$corpus" "$@" "${inputs[@]:1}"
