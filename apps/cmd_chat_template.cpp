@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <iterator>
+#include <string>
 
+#include "base/json.h"
 #include "commands.h"
 #include "genai/chat_template.h"
 
@@ -12,8 +15,10 @@ namespace {
 Result<nlohmann::ordered_json> read_json(const std::string& path) {
   std::ifstream f(path);
   if (!f) return io_error("cannot open {}", path);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (std::string deep = json_depth_error(text); !deep.empty()) return invalid_argument("{} {}", path, deep);
   try {
-    return nlohmann::ordered_json::parse(f);
+    return nlohmann::ordered_json::parse(text);
   } catch (const std::exception& e) {
     return invalid_argument("{}: malformed JSON: {}", path, e.what());
   }

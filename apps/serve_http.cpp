@@ -17,6 +17,7 @@
 #include <random>
 #include <thread>
 
+#include "base/json.h"
 #include "genai/chat_template.h"
 #include "genai/constraint.h"
 #include "server/api.h"
@@ -203,8 +204,9 @@ class ApiServer {
   }
 
   std::optional<ApiError> parse_body(const httplib::Request& req, OrderedJson& body) const {
-    body = OrderedJson::parse(req.body, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded()) return server::bad_request("the request body is not valid JSON");
+    std::string why;
+    body = parse_json<OrderedJson>(req.body, &why);
+    if (body.is_discarded()) return server::bad_request("the request body " + why);
     if (!body.is_object()) return server::bad_request("the request body must be a JSON object");
     return std::nullopt;
   }

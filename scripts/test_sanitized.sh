@@ -18,7 +18,7 @@ build="$root/build-fuzz"
 
 asan_suites=(
   # parsers of untrusted input, and what loads a model
-  loader shape_inference op_table image_decoder string_tensor sequence
+  loader shape_inference op_table image_decoder string_tensor sequence json
   tokenizer jinja chat_template genai_config constraint serve_api tool_calls text_stream
   # the runtime: sessions, threads, limits
   runtime concurrency limits threading buffer fusion

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json.h"
 #include "bindings.h"
 #include "genai/chat_template.h"
 #include "genai/generator.h"
@@ -50,8 +51,9 @@ nlohmann::json read_json_file(const std::string& path) {
   if (!in) return nlohmann::json::object();
   std::stringstream text;
   text << in.rdbuf();
-  auto parsed = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) throw StatusError(invalid_argument("{}: not valid JSON", path));
+  std::string why;
+  auto parsed = parse_json<nlohmann::json>(text.str(), &why);
+  if (parsed.is_discarded()) throw StatusError(invalid_argument("{} {}", path, why));
   return parsed;
 }
 
@@ -328,8 +330,9 @@ class GenaiTokenizer {
 
  private:
   static nlohmann::ordered_json parse_json_argument(const char* what, const std::string& text) {
-    auto parsed = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded()) throw StatusError(invalid_argument("{} is not valid JSON: {}", what, text));
+    std::string why;
+    auto parsed = parse_json<nlohmann::ordered_json>(text, &why);
+    if (parsed.is_discarded()) throw StatusError(invalid_argument("{} {}: {}", what, why, text));
     return parsed;
   }
 

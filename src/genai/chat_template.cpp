@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/json.h"
+
 namespace ember::genai {
 namespace {
 
@@ -95,8 +97,9 @@ Result<ChatTemplate> ChatTemplate::load(const std::string& model_dir) {
   const fs::path config_path = dir / "tokenizer_config.json";
   if (fs::exists(config_path)) {
     EMBER_ASSIGN_OR_RETURN(std::string text, read_text(config_path));
-    config = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (config.is_discarded()) return invalid_model("{} is not valid JSON", config_path.string());
+    std::string why;
+    config = parse_json<nlohmann::json>(text, &why);
+    if (config.is_discarded()) return invalid_model("{} {}", config_path.string(), why);
   }
   Sources sources;
   if (const fs::path file = dir / "chat_template.jinja"; fs::exists(file)) {

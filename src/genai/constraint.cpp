@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/json.h"
 #include "genai/gbnf.h"
 
 namespace ember::genai {
@@ -89,6 +90,9 @@ Result<std::pair<std::string, std::string>> llguidance_grammar(const ConstraintS
     }
     case ConstraintKind::kJsonSchema: {
       nlohmann::json schema;
+      if (std::string deep = json_depth_error(spec.text); !deep.empty()) {
+        return invalid_argument("{}: the JSON Schema {}", spec.origin, deep);
+      }
       try {
         schema = nlohmann::json::parse(spec.text);
       } catch (const nlohmann::json::parse_error& e) {
@@ -279,7 +283,7 @@ Result<std::shared_ptr<const Constraint>> Constraint::compile(std::shared_ptr<co
     llg_free_matcher(matcher);
     std::string where;
     if (spec.kind == ConstraintKind::kJsonSchema) {
-      const nlohmann::json schema = nlohmann::json::parse(grammar.second, nullptr, false);
+      const nlohmann::json schema = parse_json<nlohmann::json>(grammar.second);
       if (schema.is_object()) where = " at " + locate_schema_error(init, schema);
     }
     return invalid_argument("{}: invalid {}{}: {}", spec.origin, constraint_kind_name(spec.kind), where, message);

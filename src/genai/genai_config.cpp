@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/json.h"
+
 namespace ember::genai {
 namespace {
 
@@ -435,8 +437,9 @@ bool GenaiConfig::is_eos(int64_t token) const {
 }
 
 Result<GenaiConfig> parse_genai_config(std::string_view text) {
-  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return invalid_model("genai_config.json: not valid JSON");
+  std::string why;
+  Json json = parse_json<Json>(text, &why);
+  if (json.is_discarded()) return invalid_model("genai_config.json {}", why);
   EMBER_RETURN_IF_ERROR(expect_object("the top level", json));
   GenaiConfig config;
   bool has_model = false;

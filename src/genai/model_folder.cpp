@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/json.h"
+
 namespace ember::genai {
 namespace {
 
@@ -22,8 +24,9 @@ Result<std::string> read_text(const std::string& path) {
 }
 
 Result<Json> parse_object(std::string_view file, std::string_view text) {
-  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return invalid_model("{}: not valid JSON", file);
+  std::string why;
+  Json json = parse_json<Json>(text, &why);
+  if (json.is_discarded()) return invalid_model("{} {}", file, why);
   if (!json.is_object()) return invalid_model("{}: expected an object at the top level", file);
   return json;
 }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json.h"
 #include "genai/generator.h"
 #include "genai/logits_processors.h"
 
@@ -18,8 +19,9 @@ Result<nlohmann::json> read_tokenizer_json(const std::string& dir) {
   if (!in) return io_error("cannot open {}", path);
   std::stringstream text;
   text << in.rdbuf();
-  auto parsed = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return invalid_argument("{}: not valid JSON", path);
+  std::string why;
+  auto parsed = parse_json<nlohmann::json>(text.str(), &why);
+  if (parsed.is_discarded()) return invalid_argument("{} {}", path, why);
   return parsed;
 }
 

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/json.h"
 #include "genai/tokenizer_internal.h"
 
 namespace ember::genai {
@@ -274,6 +275,7 @@ Result<std::shared_ptr<TokenizerImpl>> parse_tokenizer(const Json& root) {
 }  // namespace
 
 Result<Tokenizer> Tokenizer::from_json(std::string_view json_text) {
+  if (std::string deep = json_depth_error(json_text); !deep.empty()) return invalid_model("tokenizer.json {}", deep);
   try {
     const Json root = Json::parse(json_text);
     EMBER_ASSIGN_OR_RETURN(auto impl, parse_tokenizer(root));

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "base/json.h"
+
 namespace ember::server {
 namespace {
 
@@ -180,7 +182,7 @@ Error message_tool_calls(const Json& calls, size_t index, Json& out) {
     if (!name || !name->is_string()) return bad_request(param + ": each call needs function.name", param);
     Json c = Json(call);
     if (const Json* args = field(*function, "arguments"); args && args->is_string()) {
-      Json parsed = Json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      Json parsed = parse_json<Json>(args->get<std::string>());
       if (!parsed.is_discarded()) c["function"]["arguments"] = std::move(parsed);
     }
     out.push_back(std::move(c));

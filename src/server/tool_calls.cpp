@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json.h"
+
 namespace ember::server {
 namespace {
 
@@ -78,7 +80,7 @@ struct ParsedCall {
 // Missing arguments mean none ("{}") unless require_arguments.
 std::optional<ParsedCall> parse_call_object(std::string_view text, bool require_arguments) {
   if (text.empty() || text.front() != '{' || json_value_end(text, 0) != text.size()) return std::nullopt;
-  const json object = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const json object = parse_json<json>(text);
   if (!object.is_object()) return std::nullopt;
   const auto name = object.find("name");
   if (name == object.end() || !name->is_string() || name->get_ref<const std::string&>().empty()) {
