@@ -122,6 +122,26 @@ TEST(Jinja, NestingIsBoundedWithAnError) {
                "nests expressions or macro calls more than 256 deep");
 }
 
+// Values a render builds are bounded too: lists and dicts nest at most 256 deep
+// (printing, comparing and freeing them recurse), and a namespace that holds
+// itself is freed when the render ends (the ASan run's leak check sees it).
+TEST(Jinja, ValuesNestBoundedAndCyclesAreFreed) {
+  const auto contains = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  const std::string too_deep = "lists and dicts nest more than 256 deep";
+  const std::string deepen = "{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = ";
+  EXPECT_PRED2(contains, error_of(deepen + "[ns.x] %}{% endfor %}{{ ns.x }}"), too_deep);
+  EXPECT_PRED2(contains, error_of(deepen + "{'a': ns.x} %}{% endfor %}{{ ns.x | tojson }}"), too_deep);
+  EXPECT_PRED2(contains, error_of(deepen + "dict(a=ns.x) %}{% endfor %}{{ ns.x == ns.x }}"), too_deep);
+  EXPECT_EQ(render("{% set ns = namespace(x=[]) %}{% for i in range(255) %}{% set ns.x = [ns.x] %}{% endfor %}"
+                   "{{ (ns.x | tojson)[:3] }}{{ ns.x == ns.x }}"),
+            "[[[True");
+  EXPECT_EQ(render("{% set ns = namespace(x=1) %}{% set ns.x = ns %}"
+                   "{% for i in range(2) %}{% set loop.self = loop %}{% endfor %}{{ ns.x.x.x }}"),
+            "<Namespace>");
+}
+
 TEST(Jinja, StrftimeNowUsesTheGivenClock) {
   auto t = Template::parse("{{ strftime_now('%d %b %Y') }}");
   RenderOptions options;

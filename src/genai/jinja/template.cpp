@@ -154,22 +154,30 @@ constexpr int kMaxDepth = 256;  // Interpreter::eval
 
 class Interpreter {
  public:
-  // A macro holds the scope it was defined in, and that scope holds the macro:
-  // a reference cycle. Every scope made during a render is emptied when the
-  // render ends, which frees them all.
+  // A macro holds the scope it was defined in, and that scope holds the macro;
+  // a namespace's attribute can hold the namespace: reference cycles. Every scope
+  // and namespace made during a render is emptied when the render ends, which
+  // frees them all.
   ~Interpreter() {
     for (const auto& weak : scopes_) {
       if (ScopePtr scope = weak.lock()) scope->vars.clear();
+    }
+    for (const auto& weak : namespaces_) {
+      if (auto attributes = weak.lock()) attributes->clear();
     }
   }
 
   ScopePtr make_scope(Vars vars, ScopePtr parent) {
     auto scope = std::make_shared<Scope>(Scope{std::move(vars), std::move(parent)});
-    if (scopes_.size() == scopes_.capacity()) {  // drop the freed ones before growing
-      std::erase_if(scopes_, [](const auto& weak) { return weak.expired(); });
-    }
-    scopes_.push_back(scope);
+    track(scopes_, scope);
     return scope;
+  }
+
+  // namespace(...) and a loop's `loop`.
+  Value make_namespace(Dict attributes) {
+    Value ns = Value::make_namespace(std::move(attributes));
+    track(namespaces_, ns.shared_attributes());
+    return ns;
   }
 
   Flow exec(const Body& body, const ScopePtr& scope, std::string& out) {
@@ -281,7 +289,7 @@ class Interpreter {
                           if (a.positional.empty()) throw Error("no items for cycling given");
                           return a.positional[static_cast<size_t>(i) % a.positional.size()];
                         })));
-      iteration->set("loop", Value::make_namespace(std::move(loop)));
+      iteration->set("loop", make_namespace(std::move(loop)));
       assign(*s.target, items[i], iteration);
       if (exec(s.body, iteration, out) == Flow::kBreak) break;
     }
@@ -357,7 +365,7 @@ class Interpreter {
         for (size_t i = 0; i + 1 < e.children.size(); i += 2) {
           d.set(eval(*e.children[i], scope), eval(*e.children[i + 1], scope));
         }
-        return d;
+        return Value(std::move(d.dict()));  // counts its depth
       }
       case Expr::Kind::kUnary: {
         const Value v = eval(*e.children[0], scope);
@@ -409,7 +417,16 @@ class Interpreter {
     return arithmetic(op, a, b);
   }
 
+  template <typename T>
+  static void track(std::vector<std::weak_ptr<T>>& made, const std::shared_ptr<T>& p) {
+    if (made.size() == made.capacity()) {  // drop the freed ones before growing
+      std::erase_if(made, [](const auto& weak) { return weak.expired(); });
+    }
+    made.push_back(p);
+  }
+
   std::vector<std::weak_ptr<Scope>> scopes_;
+  std::vector<std::weak_ptr<Dict>> namespaces_;
   int depth_ = 0;  // eval() calls on the stack
 };
 
@@ -448,7 +465,7 @@ Status to_status(const Error& e) {
   return invalid_argument("template line {}, column {}: {}", e.line, e.column, e.what());
 }
 
-Vars builtin_globals(const RenderOptions& options) {
+Vars builtin_globals(const RenderOptions& options, Interpreter& interpreter) {
   Vars g;
   g.emplace_back("range", Value(Function([](const Args& a) {
                    int64_t start = 0, stop = 0, step = 1;
@@ -476,7 +493,9 @@ Vars builtin_globals(const RenderOptions& options) {
     for (const auto& [k, v] : a.keyword) d.emplace_back(Value(k), v);
     return d;
   };
-  g.emplace_back("namespace", Value(Function([make_dict](const Args& a) { return Value::make_namespace(make_dict(a)); })));
+  g.emplace_back("namespace", Value(Function([make_dict, &interpreter](const Args& a) {
+                   return interpreter.make_namespace(make_dict(a));
+                 })));
   g.emplace_back("dict", Value(Function([make_dict](const Args& a) { return Value(make_dict(a)); })));
   g.emplace_back("raise_exception", Value(Function([](const Args& a) -> Value {
                    throw Error(a.positional.empty() ? "raise_exception" : a.positional[0].to_string());
@@ -507,7 +526,7 @@ Result<Template> Template::parse(const std::string& source) {
 Result<std::string> Template::render(const Dict& globals, const RenderOptions& options) const {
   try {
     Interpreter interpreter;
-    auto builtins = interpreter.make_scope(builtin_globals(options), nullptr);
+    auto builtins = interpreter.make_scope(builtin_globals(options, interpreter), nullptr);
     Vars vars;
     for (const auto& [name, value] : globals) vars.emplace_back(name.to_string(), value);
     auto root = interpreter.make_scope(std::move(vars), builtins);

@@ -25,13 +25,26 @@ Value::Value(bool b) : kind_(Kind::kBool), b_(b) {}
 Value::Value(int64_t i) : kind_(Kind::kInt), i_(i) {}
 Value::Value(double f) : kind_(Kind::kFloat), f_(f) {}
 Value::Value(std::string s) : kind_(Kind::kString), s_(std::make_shared<const std::string>(std::move(s))) {}
-Value::Value(List list) : kind_(Kind::kList), list_(std::make_shared<List>(std::move(list))) {}
-Value::Value(Dict dict) : kind_(Kind::kDict), dict_(std::make_shared<Dict>(std::move(dict))) {}
+Value::Value(List list) : kind_(Kind::kList), list_(std::make_shared<List>(std::move(list))) {
+  for (const Value& item : *list_) depth_ = std::max(depth_, item.depth_);
+  check_depth();
+}
+Value::Value(Dict dict) : kind_(Kind::kDict), dict_(std::make_shared<Dict>(std::move(dict))) {
+  for (const auto& [key, value] : *dict_) depth_ = std::max({depth_, key.depth_, value.depth_});
+  check_depth();
+}
 Value::Value(Function fn) : kind_(Kind::kFunction), fn_(std::make_shared<const Function>(std::move(fn))) {}
 
+void Value::check_depth() {
+  if (++depth_ > kMaxValueDepth) {
+    throw Error(fmt::format("lists and dicts nest more than {} deep", kMaxValueDepth));
+  }
+}
+
 Value Value::make_namespace(Dict attrs) {
-  Value v(std::move(attrs));
+  Value v;
   v.kind_ = Kind::kNamespace;
+  v.dict_ = std::make_shared<Dict>(std::move(attrs));
   return v;
 }
 

@@ -46,6 +46,11 @@ struct JsonFormat {
   bool ensure_ascii = false;  // non-ASCII as \uXXXX (surrogate pairs above U+FFFF)
 };
 
+// Lists and dicts (immutable once made) nest at most this deep, so printing,
+// comparing and freeing them recurse a bounded depth; a namespace (mutable, and
+// opaque to those) counts as a leaf.
+inline constexpr int kMaxValueDepth = 256;
+
 class Value {
  public:
   enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kFunction, kNamespace };
@@ -91,6 +96,8 @@ class Value {
   List& list() const { return *list_; }
   Dict& dict() const { return *dict_; }
   const Function& function() const { return *fn_; }
+  // A dict's or namespace's entries, shared (a render empties the namespaces it made).
+  const std::shared_ptr<Dict>& shared_attributes() const { return dict_; }
 
   // Dict and namespace lookup by Python key equality (1 == 1.0 == True); nullptr when absent.
   const Value* find(const std::string& key) const;
@@ -114,10 +121,14 @@ class Value {
   int64_t length() const;
 
  private:
+  // Counts this list or dict in depth_ (its items' deepest, set before), past kMaxValueDepth an Error.
+  void check_depth();
+
   Kind kind_ = Kind::kUndefined;
   bool b_ = false;
   bool markup_ = false;
   bool generator_ = false;
+  int depth_ = 0;  // lists and dicts, this one included (check_depth)
   int64_t i_ = 0;
   double f_ = 0;
   std::shared_ptr<const std::string> s_;
