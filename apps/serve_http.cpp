@@ -17,7 +17,6 @@
 #include <random>
 #include <thread>
 
-#include "base/json.h"
 #include "genai/chat_template.h"
 #include "genai/constraint.h"
 #include "server/api.h"
@@ -201,14 +200,6 @@ class ApiServer {
     http_.Post("/detokenize", api("detokenize", [this](const httplib::Request& req, httplib::Response& res) {
       detokenize(req, res);
     }));
-  }
-
-  std::optional<ApiError> parse_body(const httplib::Request& req, OrderedJson& body) const {
-    std::string why;
-    body = parse_json<OrderedJson>(req.body, &why);
-    if (body.is_discarded()) return server::bad_request("the request body " + why);
-    if (!body.is_object()) return server::bad_request("the request body must be a JSON object");
-    return std::nullopt;
   }
 
   std::optional<ApiError> check_model(const std::string& model) const {
@@ -395,7 +386,7 @@ class ApiServer {
 
   void chat(const httplib::Request& req, httplib::Response& res) {
     OrderedJson body;
-    if (auto e = parse_body(req, body)) return send_error(res, *e);
+    if (auto e = server::parse_request_body(req.body, body)) return send_error(res, *e);
     server::ChatRequest r;
     if (auto e = server::parse_chat_request(body, limits_, r)) return send_error(res, *e);
     if (auto e = check_model(r.model)) return send_error(res, *e);
@@ -500,7 +491,7 @@ class ApiServer {
 
   void completions(const httplib::Request& req, httplib::Response& res) {
     OrderedJson body;
-    if (auto e = parse_body(req, body)) return send_error(res, *e);
+    if (auto e = server::parse_request_body(req.body, body)) return send_error(res, *e);
     server::CompletionRequest r;
     if (auto e = server::parse_completion_request(body, limits_, r)) return send_error(res, *e);
     if (auto e = check_model(r.model)) return send_error(res, *e);
@@ -653,7 +644,7 @@ class ApiServer {
 
   void tokenize(const httplib::Request& req, httplib::Response& res) {
     OrderedJson body;
-    if (auto e = parse_body(req, body)) return send_error(res, *e);
+    if (auto e = server::parse_request_body(req.body, body)) return send_error(res, *e);
     std::vector<int64_t> tokens;
     if (body.contains("messages")) {
       server::ChatRequest r;
@@ -678,7 +669,7 @@ class ApiServer {
 
   void detokenize(const httplib::Request& req, httplib::Response& res) {
     OrderedJson body;
-    if (auto e = parse_body(req, body)) return send_error(res, *e);
+    if (auto e = server::parse_request_body(req.body, body)) return send_error(res, *e);
     const OrderedJson* tokens = body.contains("tokens") ? &body["tokens"] : nullptr;
     std::vector<int32_t> ids;
     const std::string bad = "'tokens' must be a list of token ids in the vocabulary";

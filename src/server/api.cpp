@@ -236,6 +236,14 @@ ApiError bad_request(std::string message, std::string param) {
   return e;
 }
 
+std::optional<ApiError> parse_request_body(std::string_view text, nlohmann::ordered_json& body) {
+  std::string why;
+  body = parse_json<nlohmann::ordered_json>(text, &why);
+  if (body.is_discarded()) return bad_request("the request body " + why);
+  if (!body.is_object()) return bad_request("the request body must be a JSON object");
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_chat_request(const nlohmann::ordered_json& body, const ApiLimits& limits, ChatRequest& out) {
   if (Error e = parse_sampling(body, limits, /*chat=*/true, out)) return e;
   const Json* messages = field(body, "messages");

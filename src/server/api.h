@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -61,6 +62,9 @@ struct ApiLimits {
   int max_stop = 16;
   int max_top_logprobs = 20;
 };
+
+// A request body as a JSON object (at most kMaxJsonDepth deep), or the 400 naming what is wrong.
+std::optional<ApiError> parse_request_body(std::string_view text, nlohmann::ordered_json& body);
 
 // Each returns the request, or the ApiError naming the first bad field.
 // The body is ordered: messages and tools reach the template in the client's key

@@ -41,8 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     parser.put(text.substr(size / 2));
     parser.finish();
   }
-  auto body = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!body.is_object()) return 0;
+  nlohmann::ordered_json body;
+  if (ember::server::parse_request_body(text, body)) return 0;
   ember::server::ApiLimits limits;
   ember::server::CompletionRequest completion;
   auto completion_error = ember::server::parse_completion_request(body, limits, completion);
