@@ -383,11 +383,23 @@ std::string StreamingDetokenizer::put(int32_t id) {
   ids_.push_back(id);
   const std::span<const int32_t> window(ids_.data() + prefix_begin_, ids_.size() - prefix_begin_);
   std::string text = tokenizer_.decode(window, skip_special_);
-  // A trailing U+FFFD is (almost always) an incomplete character that later ids complete.
-  if (text.size() <= prefix_text_.size() || text.ends_with("\xEF\xBF\xBD") || !text.starts_with(prefix_text_)) {
-    return {};
+  // New ids are held while the text has not grown, ends with U+FFFD (almost always
+  // an incomplete character that later ids complete) or no longer extends what was
+  // emitted (decoders that merge bytes across tokens can change it). Each settles
+  // within a few ids unless the tokenizer never does; after kMaxHeldIds ids the
+  // text goes out as it is (from a character boundary), as Hugging Face's
+  // DecodeStream emits it: holding on would decode an ever longer window at every
+  // id, quadratic in the ids held.
+  constexpr size_t kMaxHeldIds = 16;
+  const bool grew = text.size() > prefix_text_.size();
+  const bool settled = grew && !text.ends_with("\xEF\xBF\xBD") && text.starts_with(prefix_text_);
+  if (!settled && ids_.size() - read_begin_ < kMaxHeldIds) return {};
+  std::string fresh;
+  if (grew) {
+    size_t from = prefix_text_.size();
+    while (from < text.size() && (static_cast<unsigned char>(text[from]) & 0xC0) == 0x80) ++from;
+    fresh = text.substr(from);
   }
-  std::string fresh = text.substr(prefix_text_.size());
   prefix_begin_ = read_begin_;
   read_begin_ = ids_.size();
   prefix_text_ = tokenizer_.decode(

@@ -3,9 +3,11 @@
 // tests/genai/tokenizer_corpus.json, for every tokenizer under third_party/tokenizers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 
@@ -116,6 +118,29 @@ TEST(Tokenizer, StreamingHoldsBackSplitCharacters) {
   EXPECT_EQ(held_back, 3);
   EXPECT_EQ(out, tok.decode(ids, false));
   EXPECT_EQ(out, "a𒀀b");
+}
+
+// A tokenizer whose decode of a token changes with the tokens after it (found by
+// fuzz_tokenizer_json: byte-fallback bytes merging across the emitted prefix) never
+// settles; the stream emits after at most 16 held ids instead of holding every id
+// after that point (and decoding an ever longer window at each, quadratic).
+TEST(Tokenizer, StreamingHoldsAtMostSixteenIds) {
+  std::ifstream file(std::string(EMBER_SOURCE_DIR) + "/tests/fuzz/regressions/tokenizer_json/streaming-never-settles-timeout",
+                     std::ios::binary);
+  const std::string input((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const size_t nul = input.find('\0');
+  ASSERT_NE(nul, std::string::npos);
+  auto tok = Tokenizer::from_json(std::string_view(input).substr(0, nul));
+  ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
+  const std::vector<int32_t> ids = tok->encode(input.substr(nul + 1), true);
+  ASSERT_GT(ids.size(), 4000u);
+  StreamingDetokenizer stream(*tok, true);
+  size_t held = 0, most_held = 0;
+  for (int32_t id : ids) {
+    held = stream.put(id).empty() ? held + 1 : 0;
+    most_held = std::max(most_held, held);
+  }
+  EXPECT_LE(most_held, 16u);
 }
 
 TEST(Tokenizer, RoundTripsSpecialTokensAndLookups) {
