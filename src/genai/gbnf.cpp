@@ -16,6 +16,8 @@ namespace {
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-'; }
 
 // A recursive-descent parse in llama.cpp's grammar-parser's shape, writing Lark as it goes.
+constexpr int kMaxGroupDepth = 256;
+
 class GbnfParser {
  public:
   explicit GbnfParser(std::string_view src) : src_(src) {}
@@ -230,9 +232,15 @@ class GbnfParser {
         if (!used_.contains(name)) used_[name] = begin;
         out += lark_name(name);
       } else if (c == '(') {
+        // Groups recurse: a bound keeps deep nesting an error, not a stack overflow.
+        if (group_depth_ == kMaxGroupDepth) {
+          return error_at(begin, fmt::format("groups nest more than {} deep", kMaxGroupDepth));
+        }
         ++pos_;
         EMBER_RETURN_IF_ERROR(skip_space(true));
+        ++group_depth_;
         EMBER_ASSIGN_OR_RETURN(std::string group, parse_alternates(true));
+        --group_depth_;
         if (!at(')')) return error_at(begin, "expecting ')' to close this group");
         ++pos_;
         if (group.empty()) {  // "()" matches the empty string
@@ -314,6 +322,7 @@ class GbnfParser {
 
   std::string_view src_;
   size_t pos_ = 0;
+  int group_depth_ = 0;
   std::string out_;
   std::set<std::string> defined_;
   std::map<std::string, size_t> used_;  // first use
