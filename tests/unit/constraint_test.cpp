@@ -13,6 +13,7 @@
 
 #include "genai/constraint.h"
 #include "genai/gbnf.h"
+#include "nested_text.h"
 #include "genai/sampling.h"
 
 namespace ember::genai {
@@ -236,13 +237,7 @@ TEST(Constraint, EosBeforeTheEndIsAnError) {
   EXPECT_NE(mask->error().find("before the document was complete"), std::string::npos) << mask->error();
 }
 
-std::string nested(const std::string& open, const std::string& inner, const std::string& close, int depth) {
-  std::string out;
-  for (int i = 0; i < depth; ++i) out += open;
-  out += inner;
-  for (int i = 0; i < depth; ++i) out += close;
-  return out;
-}
+using ember::test::nested;
 
 TEST(Constraint, BadConstraintsAreRefusedWithWhere) {
   struct Case {

@@ -7,17 +7,12 @@
 #include "base/json.h"
 #include "genai/genai_config.h"
 #include "genai/tokenizer.h"
+#include "nested_text.h"
 
 namespace ember {
 namespace {
 
-std::string nested(const std::string& open, const std::string& inner, const std::string& close, int depth) {
-  std::string out;
-  for (int i = 0; i < depth; ++i) out += open;
-  out += inner;
-  for (int i = 0; i < depth; ++i) out += close;
-  return out;
-}
+using test::nested;
 
 TEST(Json, DepthIsCountedOutsideStringsUpToTheBound) {
   EXPECT_EQ(json_depth_error(nested("[", "", "]", 128)), "");
