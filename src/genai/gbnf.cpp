@@ -1,8 +1,11 @@
 #include "genai/gbnf.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -18,6 +21,33 @@ bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) |
 // A recursive-descent parse in llama.cpp's grammar-parser's shape, writing Lark as it goes.
 constexpr int kMaxGroupDepth = 256;
 
+// What a piece of a rule needs to match a finite text, to find the rules that
+// can never end: every way through them needs themselves again, as in
+// `expr ::= "(" expr ")"`. A constraint built on one forces an endless text
+// (llguidance spends the fast-forward budget on it) or leads generation into a
+// dead end, so the grammar is refused.
+struct Ends {
+  enum class Kind { kAlways, kRule, kAll, kAny };
+  Kind kind = Kind::kAlways;
+  std::string rule;         // kRule
+  std::vector<Ends> parts;  // kAll, kAny
+
+  bool holds(const std::set<std::string>& ending) const {
+    const auto part_holds = [&](const Ends& p) { return p.holds(ending); };
+    switch (kind) {
+      case Kind::kAlways: return true;
+      case Kind::kRule: return ending.contains(rule);
+      case Kind::kAll: return std::all_of(parts.begin(), parts.end(), part_holds);
+      case Kind::kAny: return std::any_of(parts.begin(), parts.end(), part_holds);
+    }
+    return false;
+  }
+  void rules(std::vector<std::string>& out) const {
+    if (kind == Kind::kRule) out.push_back(rule);
+    for (const Ends& p : parts) p.rules(out);
+  }
+};
+
 class GbnfParser {
  public:
   explicit GbnfParser(std::string_view src) : src_(src) {}
@@ -30,6 +60,7 @@ class GbnfParser {
     for (const auto& [name, where] : used_) {
       if (!defined_.contains(name)) return error_at(where, fmt::format("rule '{}' is used but never defined", name));
     }
+    EMBER_RETURN_IF_ERROR(check_rules_end());
     return "start: " + lark_name("root") + "\n" + out_;
   }
 
@@ -47,6 +78,57 @@ class GbnfParser {
     return invalid_argument("GBNF line {}, column {}: {}", line, column, what);
   }
   bool at(char c) const { return pos_ < src_.size() && src_[pos_] == c; }
+
+  std::vector<std::string> uses(const std::string& rule) const {
+    std::vector<std::string> out;
+    rules_.at(rule).first.rules(out);
+    return out;
+  }
+
+  // Every rule root reaches can end (Ends): the rules that can, grown to a fixed point.
+  Status check_rules_end() const {
+    std::set<std::string> ending;
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const auto& [name, rule] : rules_) {
+        if (!ending.contains(name) && rule.first.holds(ending)) {
+          ending.insert(name);
+          grew = true;
+        }
+      }
+    }
+    // The rules root reaches that cannot end; every one leads into a cycle of them
+    // (each needs another), and the first defined in such a cycle is the one named.
+    std::set<std::string> stuck;
+    std::vector<std::string> todo = {"root"};
+    for (std::set<std::string> reached = {"root"}; !todo.empty();) {
+      const std::string name = std::move(todo.back());
+      todo.pop_back();
+      if (!ending.contains(name)) stuck.insert(name);
+      for (std::string& use : uses(name)) {
+        if (reached.insert(use).second) todo.push_back(std::move(use));
+      }
+    }
+    const std::string* named = nullptr;
+    for (const std::string& name : stuck) {
+      if (named && rules_.at(name).second > rules_.at(*named).second) continue;
+      std::set<std::string> seen;
+      todo = uses(name);
+      bool cycles = false;
+      while (!todo.empty() && !cycles) {
+        const std::string next = std::move(todo.back());
+        todo.pop_back();
+        if (!stuck.contains(next) || !seen.insert(next).second) continue;
+        cycles = next == name;
+        for (std::string& use : uses(next)) todo.push_back(std::move(use));
+      }
+      if (cycles) named = &name;
+    }
+    if (!named) return Status::ok();
+    return error_at(rules_.at(*named).second,
+                    fmt::format("rule '{}' can never end: every way through it needs a rule that cannot end "
+                                "(itself or one it uses)", *named));
+  }
 
   // Spaces, tabs and # comments; newlines too when `newline_ok`.
   Status skip_space(bool newline_ok) {
@@ -141,7 +223,9 @@ class GbnfParser {
     defined_.insert(name);
     pos_ += 3;
     EMBER_RETURN_IF_ERROR(skip_space(true));
-    EMBER_ASSIGN_OR_RETURN(std::string body, parse_alternates(false));
+    Ends ends;
+    EMBER_ASSIGN_OR_RETURN(std::string body, parse_alternates(false, ends));
+    rules_.emplace(name, Rule{std::move(ends), begin});
     if (body.empty()) return error_at(begin, fmt::format("rule '{}' matches only the empty string", name));
     out_ += lark_name(name) + ": " + body + "\n";
     if (at('\r')) ++pos_;
@@ -154,20 +238,24 @@ class GbnfParser {
   }
 
   // Lark has no empty alternative: "a ::= | x" becomes "(x)?".
-  Result<std::string> parse_alternates(bool nested) {
+  Result<std::string> parse_alternates(bool nested, Ends& ends) {
     std::vector<std::string> alternatives;
     bool optional = false;
+    ends = Ends{Ends::Kind::kAny, {}, {}};
     while (true) {
-      EMBER_ASSIGN_OR_RETURN(std::string seq, parse_sequence(nested));
+      Ends seq_ends;
+      EMBER_ASSIGN_OR_RETURN(std::string seq, parse_sequence(nested, seq_ends));
       if (seq.empty()) {
         optional = true;
       } else {
         alternatives.push_back(std::move(seq));
+        ends.parts.push_back(std::move(seq_ends));
       }
       if (!at('|')) break;
       ++pos_;
       EMBER_RETURN_IF_ERROR(skip_space(true));
     }
+    if (optional) ends = Ends{};
     std::string joined;
     for (size_t i = 0; i < alternatives.size(); ++i) joined += (i ? " | " : "") + alternatives[i];
     if (!optional || joined.empty()) return joined;
@@ -177,8 +265,10 @@ class GbnfParser {
   }
 
   // One alternative's elements; "" when it has none.
-  Result<std::string> parse_sequence(bool nested) {
+  Result<std::string> parse_sequence(bool nested, Ends& ends) {
     std::string out;
+    ends = Ends{Ends::Kind::kAll, {}, {}};
+    Ends element;  // what the element being read needs to end
     bool last_repeatable = false;  // an element a postfix operator may follow
     while (pos_ < src_.size()) {
       const size_t begin = pos_;
@@ -231,6 +321,7 @@ class GbnfParser {
         EMBER_ASSIGN_OR_RETURN(std::string name, parse_name());
         if (!used_.contains(name)) used_[name] = begin;
         out += lark_name(name);
+        element = Ends{Ends::Kind::kRule, name, {}};
       } else if (c == '(') {
         // Groups recurse: a bound keeps deep nesting an error, not a stack overflow.
         if (group_depth_ == kMaxGroupDepth) {
@@ -239,7 +330,8 @@ class GbnfParser {
         ++pos_;
         EMBER_RETURN_IF_ERROR(skip_space(true));
         ++group_depth_;
-        EMBER_ASSIGN_OR_RETURN(std::string group, parse_alternates(true));
+        Ends group_ends;
+        EMBER_ASSIGN_OR_RETURN(std::string group, parse_alternates(true, group_ends));
         --group_depth_;
         if (!at(')')) return error_at(begin, "expecting ')' to close this group");
         ++pos_;
@@ -250,6 +342,7 @@ class GbnfParser {
         out.push_back('(');
         out += group;
         out.push_back(')');
+        element = std::move(group_ends);
       } else if (c == '.') {
         ++pos_;
         out += "/(?s:.)/";
@@ -259,12 +352,15 @@ class GbnfParser {
         if (!out.empty() && out.back() == ' ') out.pop_back();
         out.push_back(c);
         out.push_back(' ');
+        if (c != '+' && !ends.parts.empty()) ends.parts.back() = Ends{};  // may match nothing
         last_repeatable = false;
         EMBER_RETURN_IF_ERROR(skip_space(nested));
         continue;
       } else if (c == '{') {
         if (!last_repeatable) return error_at(begin, "'{' must follow an element");
-        EMBER_RETURN_IF_ERROR(parse_repetition(out));
+        bool optional = false;
+        EMBER_RETURN_IF_ERROR(parse_repetition(out, optional));
+        if (optional && !ends.parts.empty()) ends.parts.back() = Ends{};
         last_repeatable = false;
         EMBER_RETURN_IF_ERROR(skip_space(nested));
         continue;
@@ -274,6 +370,8 @@ class GbnfParser {
         break;
       }
       out += " ";
+      ends.parts.push_back(std::move(element));
+      element = Ends{};
       last_repeatable = true;
       EMBER_RETURN_IF_ERROR(skip_space(nested));
     }
@@ -292,7 +390,8 @@ class GbnfParser {
     return value;
   }
 
-  Status parse_repetition(std::string& out) {
+  // `optional`: the minimum is 0.
+  Status parse_repetition(std::string& out, bool& optional) {
     const size_t begin = pos_;
     ++pos_;  // '{'
     EMBER_RETURN_IF_ERROR(skip_space(false));
@@ -314,6 +413,7 @@ class GbnfParser {
     ++pos_;
     if (!unbounded && max < min) return error_at(begin, "repetition maximum is below its minimum");
     if (!unbounded && max == 0) return error_at(begin, "repetition {0} matches nothing; remove the element");
+    optional = min == 0;
     // Lark's {m,n} follows the element, which `out` ends with (and a space).
     if (!out.empty() && out.back() == ' ') out.pop_back();
     out += unbounded ? fmt::format("{{{},}} ", min) : fmt::format("{{{},{}}} ", min, max);
@@ -325,6 +425,8 @@ class GbnfParser {
   int group_depth_ = 0;
   std::string out_;
   std::set<std::string> defined_;
+  using Rule = std::pair<Ends, size_t>;  // what it needs to end, where it is defined
+  std::map<std::string, Rule> rules_;
   std::map<std::string, size_t> used_;  // first use
   std::map<std::string, std::string> names_;
   std::set<std::string> taken_;

@@ -269,12 +269,27 @@ TEST(Constraint, BadConstraintsAreRefusedWithWhere) {
       {ConstraintKind::kJsonSchema, nested("{\"items\": ", "{}", "}", 100000),
        "test: the JSON Schema nests arrays and objects more than 128 deep (at byte 1280)"},
       {ConstraintKind::kRegex, std::string(100000, '(') + "a" + std::string(100000, ')'), "test: invalid regex"},
+      // A rule root reaches that no finite text matches.
+      {ConstraintKind::kGbnf, "root ::= expr\nexpr ::= \"(\" expr \")\"\n",
+       "GBNF line 2, column 1: rule 'expr' can never end: every way through it needs a rule that cannot end"},
+      {ConstraintKind::kGbnf, "root ::= \"a\" | x\nx ::= \"(\" y\ny ::= x \")\"\n", "rule 'x' can never end"},
+      {ConstraintKind::kGbnf, "root ::= \"a\" x+\nx ::= \"b\" x{1,3}\n", "rule 'x' can never end"},
   };
   for (const Case& k : cases) {
     auto c = Constraint::compile(qwen().vocabulary, {k.kind, k.text, "test"});
     ASSERT_FALSE(c.is_ok()) << k.text.substr(0, 80);
     EXPECT_NE(c.status().message().find(k.expect), std::string::npos)
         << "'" << k.text.substr(0, 80) << "': " << c.status().message().substr(0, 300);
+  }
+}
+
+// Recursion with a way out is fine: an alternative, or an element that may match nothing.
+TEST(Gbnf, RecursiveRulesThatCanEndAreAccepted) {
+  for (const char* gbnf : {"root ::= x\nx ::= \"(\" x \")\" | \"a\"\n", "root ::= \"(\" root? \")\"\n",
+                           "root ::= (\"(\" root)* \"a\"\n", "root ::= \"a\" root{0,3}\n",
+                           "root ::= (\"a\" root | )\n", "root ::= \"b\" | \"a\" root \"c\"\n"}) {
+    auto lark = gbnf_to_lark(gbnf);
+    EXPECT_TRUE(lark.is_ok()) << gbnf << ": " << lark.status().to_string();
   }
 }
 
