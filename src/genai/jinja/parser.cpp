@@ -10,12 +10,6 @@ namespace {
 
 using T = Token::Type;
 
-// A template nests at most this deep: blocks within blocks, expressions within
-// expressions (a chain such as a + b + c is a level per operator), as Python's
-// recursion limit bounds jinja2. The parser's recursion and the tree's recursive
-// walks (the compile-time checks, rendering, destruction) stay within the stack.
-constexpr int kMaxNesting = 256;
-
 class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}

@@ -150,8 +150,6 @@ bool contains(const Value& container, const Value& item) {
   throw Error(fmt::format("argument of type '{}' is not iterable", container.type_name()));
 }
 
-constexpr int kMaxDepth = 256;  // Interpreter::eval
-
 class Interpreter {
  public:
   // A macro holds the scope it was defined in, and that scope holds the macro;
@@ -201,9 +199,9 @@ class Interpreter {
     struct Deeper {
       int& depth;
       explicit Deeper(int& d) : depth(d) {
-        if (++depth > kMaxDepth) {
+        if (++depth > kMaxNesting) {
           --depth;
-          throw Error(fmt::format("the template nests expressions or macro calls more than {} deep", kMaxDepth));
+          throw Error(fmt::format("the template nests expressions or macro calls more than {} deep", kMaxNesting));
         }
       }
       ~Deeper() { --depth; }

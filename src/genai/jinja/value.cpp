@@ -36,8 +36,8 @@ Value::Value(Dict dict) : kind_(Kind::kDict), dict_(std::make_shared<Dict>(std::
 Value::Value(Function fn) : kind_(Kind::kFunction), fn_(std::make_shared<const Function>(std::move(fn))) {}
 
 void Value::check_depth() {
-  if (++depth_ > kMaxValueDepth) {
-    throw Error(fmt::format("lists and dicts nest more than {} deep", kMaxValueDepth));
+  if (++depth_ > kMaxNesting) {
+    throw Error(fmt::format("lists and dicts nest more than {} deep", kMaxNesting));
   }
 }
 

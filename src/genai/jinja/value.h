@@ -46,10 +46,15 @@ struct JsonFormat {
   bool ensure_ascii = false;  // non-ASCII as \uXXXX (surrogate pairs above U+FFFF)
 };
 
-// Lists and dicts (immutable once made) nest at most this deep, so printing,
-// comparing and freeing them recurse a bounded depth; a namespace (mutable, and
-// opaque to those) counts as a leaf.
-inline constexpr int kMaxValueDepth = 256;
+// The interpreter's one nesting bound, as Python's recursion limit bounds jinja2,
+// so that every recursive walk stays within the stack:
+//   - a template's blocks within blocks and expressions within expressions (a
+//     chain such as a + b + c is a level per operator): the parser;
+//   - expressions and macro calls being evaluated: the interpreter;
+//   - lists and dicts (immutable once made) within each other, which printing,
+//     comparing and freeing recurse; a namespace (mutable, and opaque to those)
+//     counts as a leaf.
+inline constexpr int kMaxNesting = 256;
 
 class Value {
  public:
@@ -121,7 +126,7 @@ class Value {
   int64_t length() const;
 
  private:
-  // Counts this list or dict in depth_ (its items' deepest, set before), past kMaxValueDepth an Error.
+  // Counts this list or dict in depth_ (its items' deepest, set before), past kMaxNesting an Error.
   void check_depth();
 
   Kind kind_ = Kind::kUndefined;
