@@ -6,7 +6,11 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <thread>
+
+#include <pthread.h>
+#include <time.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -60,6 +64,115 @@ class MaskWorker {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<GrammarMask*> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Cancels a matcher step that has used more than kMatcherStepBudget of its
+// thread's CPU time. A step registers for as long as it runs (a Timed guard).
+// The watchdog sleeps until the first moment a step could have used its
+// budget (CPU time runs no faster than wall time), reads that thread's CPU
+// clock, and either cancels the step or sleeps for what the step has left.
+class StepWatchdog {
+ public:
+  static StepWatchdog& get() {
+    static StepWatchdog watchdog;
+    return watchdog;
+  }
+
+  class Timed {
+   public:
+    explicit Timed(const LlgCancellationHandle* handle) : ticket_(handle ? get().start(handle) : 0) {}
+    ~Timed() {
+      if (ticket_ != 0) get().finish(ticket_);
+    }
+    Timed(const Timed&) = delete;
+    Timed& operator=(const Timed&) = delete;
+
+   private:
+    uint64_t ticket_;
+  };
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Step {
+    const LlgCancellationHandle* handle;
+    clockid_t cpu_clock;
+    std::chrono::nanoseconds cpu_start;
+    Clock::time_point check_at;
+  };
+
+  static std::chrono::nanoseconds read(clockid_t clock) {
+    timespec now = {};
+    clock_gettime(clock, &now);
+    return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+  }
+
+  StepWatchdog() : thread_([this] { loop(); }) {}
+  ~StepWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+  uint64_t start(const LlgCancellationHandle* handle) {
+    clockid_t cpu_clock;
+    if (pthread_getcpuclockid(pthread_self(), &cpu_clock) != 0) cpu_clock = CLOCK_MONOTONIC;
+    const Step step{handle, cpu_clock, read(cpu_clock), Clock::now() + kMatcherStepBudget};
+    bool was_idle;
+    uint64_t ticket;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      was_idle = steps_.empty();
+      ticket = next_ticket_++;
+      steps_.emplace(ticket, step);
+    }
+    // A step already waited on has a check no later than this new one's.
+    if (was_idle) cv_.notify_one();
+    return ticket;
+  }
+
+  void finish(uint64_t ticket) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    steps_.erase(ticket);
+  }
+
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      if (steps_.empty()) {
+        cv_.wait(lock);
+        continue;
+      }
+      Clock::time_point first = steps_.begin()->second.check_at;
+      for (const auto& [ticket, step] : steps_) first = std::min(first, step.check_at);
+      cv_.wait_until(lock, first);
+      const Clock::time_point now = Clock::now();
+      for (auto it = steps_.begin(); it != steps_.end();) {
+        Step& step = it->second;
+        if (step.check_at > now) {
+          ++it;
+          continue;
+        }
+        const std::chrono::nanoseconds used = read(step.cpu_clock) - step.cpu_start;
+        if (used >= kMatcherStepBudget) {
+          llg_cancel(step.handle);
+          it = steps_.erase(it);
+        } else {
+          step.check_at = now + (kMatcherStepBudget - used);
+          ++it;
+        }
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<uint64_t, Step> steps_;
+  uint64_t next_ticket_ = 1;
   bool stop_ = false;
   std::thread thread_;
 };
@@ -304,9 +417,14 @@ std::unique_ptr<GrammarMask> Constraint::make_mask(bool overlap) const {
 // ---- GrammarMask ----
 
 GrammarMask::GrammarMask(std::shared_ptr<const ConstraintVocabulary> vocabulary, LlgMatcher* matcher, bool overlap)
-    : vocabulary_(std::move(vocabulary)), matcher_(matcher), overlap_(overlap) {
+    : vocabulary_(std::move(vocabulary)),
+      matcher_(matcher),
+      cancel_(llg_matcher_get_cancellation_handle(matcher_)),
+      overlap_(overlap) {
   mask_.resize(llg_matcher_get_mask_byte_size(matcher_) / sizeof(uint32_t));
   if (const char* error = llg_matcher_get_error(matcher_)) error_ = error;
+  // Before the mask worker, so that the watchdog outlives it at exit.
+  StepWatchdog::get();
   // The first mask overlaps the prompt's prefill.
   start_mask();
 }
@@ -314,19 +432,21 @@ GrammarMask::GrammarMask(std::shared_ptr<const ConstraintVocabulary> vocabulary,
 GrammarMask::~GrammarMask() {
   wait_mask();
   llg_free_matcher(matcher_);
+  llg_free_cancellation_handle(cancel_);
 }
 
 void GrammarMask::compute_mask() {
   const auto start = std::chrono::steady_clock::now();
-  const bool ok = llg_matcher_compute_mask_into(matcher_, mask_.data(), mask_.size() * sizeof(uint32_t)) == 0;
+  bool ok;
+  {
+    StepWatchdog::Timed timed(cancel_);
+    ok = llg_matcher_compute_mask_into(matcher_, mask_.data(), mask_.size() * sizeof(uint32_t)) == 0;
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(mutex_);
   ++masks_;
   mask_seconds_ += seconds;
-  if (!ok && error_.empty()) {
-    const char* error = llg_matcher_get_error(matcher_);
-    error_ = error ? trim_message(error) : "llguidance could not compute the mask";
-  }
+  if (!ok && error_.empty()) error_ = step_error("llguidance could not compute the mask");
   stale_ = false;
   busy_ = false;
   done_.notify_all();
@@ -345,6 +465,16 @@ void GrammarMask::start_mask() {
 void GrammarMask::wait_mask() {
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [this] { return !busy_; });
+}
+
+std::string GrammarMask::step_error(const char* fallback) {
+  if (llg_matcher_is_cancelled(matcher_)) {
+    return fmt::format("a step of the matcher used more than {} ms of CPU time and was stopped (a grammar that "
+                       "forces a very long text, such as a large counted repetition, cannot be followed)",
+                       kMatcherStepBudget.count());
+  }
+  const char* error = llg_matcher_get_error(matcher_);
+  return error ? trim_message(error) : fallback;
 }
 
 void GrammarMask::fail(std::string message) {
@@ -422,10 +552,17 @@ void GrammarMask::accept(int64_t token) {
     }
     return;
   }
-  if (token < 0 || token >= vocabulary_->model_vocab() ||
-      llg_matcher_consume_token(matcher_, static_cast<uint32_t>(token)) != 0) {
-    const char* error = llg_matcher_get_error(matcher_);
-    fail(fmt::format("token {} is not allowed here{}{}", token, error ? ": " : "", error ? trim_message(error) : ""));
+  if (token < 0 || token >= vocabulary_->model_vocab()) {
+    fail(fmt::format("token {} is not allowed here: the model has {} logits", token, vocabulary_->model_vocab()));
+    return;
+  }
+  bool ok;
+  {
+    StepWatchdog::Timed timed(cancel_);
+    ok = llg_matcher_consume_token(matcher_, static_cast<uint32_t>(token)) == 0;
+  }
+  if (!ok) {
+    fail(fmt::format("token {} is not allowed here: {}", token, step_error("llguidance refused it")));
     return;
   }
   start_mask();

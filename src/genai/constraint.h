@@ -13,6 +13,7 @@
 // told each chosen token through accept()). GrammarMask computes the next mask
 // on a worker thread as soon as it learns a token, so the computation overlaps
 // the model run that produces the next logits; apply() waits for it.
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -28,6 +29,7 @@
 
 struct LlgTokenizer;
 struct LlgMatcher;
+struct LlgCancellationHandle;
 
 namespace ember::genai {
 
@@ -48,6 +50,15 @@ struct ConstraintSpec {
 // replace it). llguidance's default allows any run; a weak or random-weight
 // model then spends its tokens on indentation: llama.cpp bounds it likewise.
 inline constexpr int kJsonMaxWhitespace = 16;
+
+// One matcher step (a mask, or taking a token) may use at most this much of
+// its thread's CPU time; past it the step is cancelled and the sequence fails
+// with an error saying so. A step takes 0.05-1 ms, and llguidance's fuel
+// limits keep its lexer and parser work to about 15 ms, but not the text a
+// grammar forces: `(a{1000}b{1000}){100000}` is pushed a byte at a time, each
+// byte a new lexer state, for about a second. CPU time, not wall time, so a
+// busy machine does not fail a grammar that is merely slow.
+inline constexpr std::chrono::milliseconds kMatcherStepBudget{250};
 
 // The vocabulary as llguidance reads it: each token's bytes
 // (Tokenizer::token_bytes), special tokens marked as such, and the EOS ids.
@@ -110,7 +121,8 @@ class Constraint {
 // complete); accept() advances the matcher. If the matcher fails (a token it
 // did not allow was accepted, or llguidance ran out of its step budget) the
 // failure is kept in error() and from then on only EOS is allowed, so the
-// sequence ends and the caller can report it.
+// sequence ends and the caller can report it. So does a step that overruns
+// kMatcherStepBudget.
 class GrammarMask final : public LogitsProcessor {
  public:
   GrammarMask(std::shared_ptr<const ConstraintVocabulary> vocabulary, LlgMatcher* matcher, bool overlap);
@@ -141,9 +153,12 @@ class GrammarMask final : public LogitsProcessor {
   void start_mask();
   void wait_mask();
   void fail(std::string message);
+  // llguidance's error after a failed step, or the budget's if it was cancelled.
+  std::string step_error(const char* fallback);
 
   std::shared_ptr<const ConstraintVocabulary> vocabulary_;
   LlgMatcher* matcher_;
+  LlgCancellationHandle* cancel_;  // the step watchdog's way to stop matcher_
   bool overlap_;
   std::vector<uint32_t> mask_;
   std::mutex mutex_;

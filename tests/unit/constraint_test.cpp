@@ -237,6 +237,35 @@ TEST(Constraint, EosBeforeTheEndIsAnError) {
   EXPECT_NE(mask->error().find("before the document was complete"), std::string::npos) << mask->error();
 }
 
+// Each constraint forces a long text, which llguidance's fast-forward pushes a
+// byte at a time, each byte a new lexer state, until its 250,000-state limit:
+// 0.85-1.1 s of CPU in a release build, several times the budget. The step
+// is cancelled at kMatcherStepBudget, and the sequence can then only end.
+TEST(Constraint, AStepPastItsBudgetIsStoppedWithAnError) {
+  const std::vector<std::pair<ConstraintKind, std::string>> cases = {
+      {ConstraintKind::kRegex, "(a{1000}b{1000}c{1000}d{1000}){100000}"},
+      {ConstraintKind::kLark, "start: /((a{100}b{100}){100}c){1000}/"},
+      {ConstraintKind::kJsonSchema, R"({"type": "string", "pattern": "^(a{1000}b{1000}){100000}$"})"},
+  };
+  for (const auto& [kind, text] : cases) {
+    for (bool overlap : {false, true}) {
+      auto c = compile(kind, text);
+      ASSERT_TRUE(c);
+      std::unique_ptr<GrammarMask> mask = c->make_mask(overlap);
+      std::vector<float> logits(static_cast<size_t>(qwen().model_vocab), 1.0f);
+      std::vector<TokenData> list;
+      SamplingStep s(logits, {}, list);
+      mask->apply(s);
+      const std::string budget = "used more than " + std::to_string(kMatcherStepBudget.count()) + " ms of CPU time";
+      EXPECT_NE(mask->error().find(budget), std::string::npos) << text << ": " << mask->error();
+      EXPECT_FALSE(mask->complete());
+      for (size_t i = 0; i < logits.size(); ++i) {
+        if (logits[i] != -INFINITY) EXPECT_TRUE(qwen().vocabulary->is_eos(static_cast<int64_t>(i))) << text << " " << i;
+      }
+    }
+  }
+}
+
 using ember::test::nested;
 
 TEST(Constraint, BadConstraintsAreRefusedWithWhere) {
