@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "base/buffer.h"
 #include "genai/engine.h"
 #include "greedy_reference.h"
 
@@ -295,6 +296,39 @@ TEST(Engine, OversizedAndBadRequestsAreRefused) {
   auto done = drain(*e);
   EXPECT_EQ(done[id].result.stop, StopReason::kContextFull);
   EXPECT_EQ(done[id].result.tokens.size(), 13u);  // 20 + 12 positions fill 32; the 13th token has no room
+  expect_pool_empty(*e);
+}
+
+void* failing_allocate(size_t, size_t) { return nullptr; }
+
+// The memory a step needs cannot be had (the allocator fails, as at the
+// memory limit): step() says so, the server's loop cancels what runs, and
+// the engine serves the next requests as before, every block given back.
+TEST(Engine, AFailedAllocationFailsTheStepAndTheEngineServesOn) {
+  const std::string dir = fixtures::make_test_fixture(spec("qwen2", "int4"));
+  EngineOptions options;
+  options.block_size = 4;
+  options.prefix_caching = false;
+  auto e = load(dir, options);
+  ASSERT_TRUE(e);
+  const int vocab = e->config().vocab_size;
+  const RequestId a = *e->add(greedy(fixtures::prompt_tokens(40, vocab, 1), 8));
+  const RequestId b = *e->add(greedy(fixtures::prompt_tokens(7, vocab, 2), 8));
+  set_allocate_hook(failing_allocate);
+  const Status failed = e->step();
+  set_allocate_hook(nullptr);
+  ASSERT_FALSE(failed.is_ok()) << "the first step allocates its activations";
+  EXPECT_NE(failed.message().find("out of memory"), std::string::npos) << failed.to_string();
+  EXPECT_TRUE(e->cancel(a));
+  EXPECT_TRUE(e->cancel(b));
+  auto cancelled = drain(*e);
+  EXPECT_EQ(cancelled[a].result.stop, StopReason::kCancelled);
+  EXPECT_EQ(cancelled[b].result.stop, StopReason::kCancelled);
+  expect_pool_empty(*e);
+  const auto next = greedy(fixtures::prompt_tokens(40, vocab, 3), 8);
+  const RequestId c = *e->add(next);
+  auto done = drain(*e);
+  EXPECT_EQ(done[c].result.tokens, run_alone(dir, {next}).front());
   expect_pool_empty(*e);
 }
 
