@@ -212,11 +212,13 @@ void EngineWorker::finish(const genai::FinishedRequest& finished) {
     metrics_.prompt_tokens += st.prompt_tokens;
     metrics_.cached_prompt_tokens += st.reused_tokens;
   }
-  job->push(std::move(event));
+  // A job stops counting before its last event, so a client that saw it end
+  // and sends the next request is not refused as over the server's limit.
   if (last) {
     metrics_.request_duration.observe(seconds_since(job->submitted_));
     --active_;
   }
+  job->push(std::move(event));
 }
 
 void EngineWorker::loop() {
