@@ -142,6 +142,48 @@ TEST(Jinja, ValuesNestBoundedAndCyclesAreFreed) {
             "<Namespace>");
 }
 
+// A render that would run or grow without end stops with an error: strings
+// (output and captured blocks included) at kMaxStringBytes, lists at
+// kMaxListItems, the whole render at kMaxRenderSteps. Each case below took
+// minutes or filled memory (10 GB and more) before the bounds.
+TEST(Jinja, RunawayRendersStopWithAnError) {
+  const auto contains = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  const std::string long_string = "longer than " + std::to_string(kMaxStringBytes) + " bytes";
+  const std::string long_list = "more than " + std::to_string(kMaxListItems) + " items";
+  const std::string doubling = "{% set ns = namespace(x=VALUE) %}{% for i in range(60) %}{% set ns.x = ns.x OP ns.x %}"
+                               "{% endfor %}{{ ns.x | length }}";
+  auto doubled = [&](const std::string& value, const std::string& op) {
+    std::string t = doubling;
+    t.replace(t.find("VALUE"), 5, value);
+    t.replace(t.find("OP"), 2, op);
+    return error_of(t);
+  };
+  EXPECT_PRED2(contains, doubled("'ab'", "~"), long_string);
+  EXPECT_PRED2(contains, doubled("'ab'", "+"), long_string);
+  EXPECT_PRED2(contains, doubled("[1]", "+"), long_list);
+  EXPECT_PRED2(contains, error_of("{{ 'x' * 100000000000 }}"), "would be longer than");
+  EXPECT_PRED2(contains, error_of("{{ [1, 2] * 100000000000 }}"), "would be longer than");
+  EXPECT_PRED2(contains, error_of("{{ 'a' | indent(100000000000, true) }}"), long_string);
+  EXPECT_PRED2(contains, error_of("{{ ('a' * 1000000) | replace('a', 'b' * 1000000) }}"), long_string);
+  EXPECT_PRED2(contains, error_of("{{ (['x' * 60000000] * 3) | join(',') }}"), long_string);
+  EXPECT_PRED2(contains, error_of("{{ ['x', 'y'] | tojson(indent=100000000) }}"), long_string);
+  EXPECT_PRED2(contains, error_of("{{ [[1] * 1000000] | tojson(indent=100) }}"), long_string);
+  EXPECT_PRED2(contains, error_of("{% set x = 'y' * 60000000 %}{% for i in range(3) %}{{ x }}{% endfor %}"),
+               long_string);
+  EXPECT_PRED2(contains, error_of("{% set x = 'y' * 60000000 %}{% set c %}{{ x }}{{ x }}{% endset %}"), long_string);
+  EXPECT_PRED2(contains, error_of("{% for c in 'y' * 2000000 %}{% endfor %}"), "iterating a string of more than");
+  EXPECT_PRED2(contains, error_of("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"),
+               "ran past " + std::to_string(kMaxRenderSteps) + " statements, expressions and loop passes");
+  // At the bounds, and well within the step budget.
+  EXPECT_EQ(render("{{ ('x' * " + std::to_string(kMaxStringBytes) + ") | length }}"), std::to_string(kMaxStringBytes));
+  EXPECT_PRED2(contains, error_of("{{ ('x' * " + std::to_string(kMaxStringBytes) + ") ~ 'x' }}"), long_string);
+  EXPECT_EQ(render("{{ ([0] * " + std::to_string(kMaxListItems) + ") | length }}"), std::to_string(kMaxListItems));
+  EXPECT_PRED2(contains, error_of("{{ [0] * " + std::to_string(kMaxListItems + 1) + " }}"), "would be longer than");
+  EXPECT_EQ(render("{% for i in range(5) %}{% for j in range(100000) %}{% endfor %}{% endfor %}done"), "done");
+}
+
 TEST(Jinja, StrftimeNowUsesTheGivenClock) {
   auto t = Template::parse("{{ strftime_now('%d %b %Y') }}");
   RenderOptions options;

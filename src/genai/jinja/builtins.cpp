@@ -72,7 +72,14 @@ List select_items(const Value& seq, const Args& a, bool by_attribute, bool keep)
 
 std::string indent(const std::string& s, const Args& a) {
   const Value* width = a.get(0, "width");
-  const std::string pad = width && width->is_string() ? width->str() : std::string(int_arg(a, 0, "width", 4), ' ');
+  std::string pad;
+  if (width && width->is_string()) {
+    pad = width->str();
+  } else {
+    const int64_t spaces = std::max<int64_t>(0, int_arg(a, 0, "width", 4));
+    check_string_size(static_cast<size_t>(spaces));
+    pad.assign(static_cast<size_t>(spaces), ' ');
+  }
   const bool first = bool_arg(a, 1, "first", false);
   const bool blank = bool_arg(a, 2, "blank", false);
   std::vector<std::string> lines;
@@ -86,6 +93,7 @@ std::string indent(const std::string& s, const Args& a) {
   std::string out = lines[0];
   for (size_t i = 1; i < lines.size(); ++i) {
     out += "\n" + ((blank || !lines[i].empty()) ? pad : "") + lines[i];
+    check_string_size(out.size());
   }
   return first ? pad + out : out;
 }
@@ -186,6 +194,7 @@ const std::map<std::string, FilterFn>& filters() {
            if (!first && sep) out += sep->to_string();
            first = false;
            out += (attribute ? attribute_path(item, attribute->to_string()) : item).to_string();
+           check_string_size(out.size());
          }
          return Value(out);
        }},
@@ -400,6 +409,7 @@ Value string_method(const std::string& s, const std::string& name) {
          bool first = true;
          for (const Value& item : require(a, 0, "iterable", "join").iterate()) {
            out += (first ? "" : x) + string_of(item, "join");
+           check_string_size(out.size());
            first = false;
          }
          return Value(out);

@@ -90,6 +90,7 @@ std::string replace(const std::string& s, const std::string& old, const std::str
     for (const auto& c : cps) {
       if (count < 0 || n++ < count) out += with;
       out += c;
+      check_string_size(out.size());
     }
     if (count < 0 || n < count) out += with;
     return out;
@@ -100,6 +101,7 @@ std::string replace(const std::string& s, const std::string& old, const std::str
     const size_t at = s.find(old, pos);
     if (at == std::string::npos) break;
     out += s.substr(pos, at - pos) + with;
+    check_string_size(out.size());
     pos = at + old.size();
     ++n;
   }
@@ -173,6 +175,7 @@ std::string format(const std::string& f, const Args& args) {
       }
       if (!v) throw Error(fmt::format("format field '{}' has no argument", field));
       out += v->to_string();
+      check_string_size(out.size());
       i = close;
     } else {
       out += f[i];

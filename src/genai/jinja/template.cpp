@@ -80,6 +80,12 @@ Value modulo(const Value& a, const Value& b) {
 }
 
 Value repeat(const Value& seq, int64_t n) {
+  const size_t size = seq.is_string() ? seq.str().size() : seq.list().size();
+  const size_t limit = seq.is_string() ? kMaxStringBytes : kMaxListItems;
+  if (n > 0 && size > 0 && static_cast<uint64_t>(n) > limit / size) {
+    throw Error(fmt::format("{} * {} would be longer than a template's limit of {} {}", seq.type_name(), n, limit,
+                            seq.is_string() ? "bytes" : "items"));
+  }
   if (seq.is_string()) {
     std::string out;
     for (int64_t i = 0; i < n; ++i) out += seq.str();
@@ -182,7 +188,9 @@ class Interpreter {
     for (const StmtPtr& s : body) {
       Flow flow;
       try {
+        step();
         flow = exec_one(*s, scope, out);
+        check_string_size(out.size());
       } catch (const Error& e) {
         if (e.line) throw;
         throw Error(e.what(), s->line, s->column);
@@ -190,6 +198,13 @@ class Interpreter {
       if (flow != Flow::kNormal) return flow;
     }
     return Flow::kNormal;
+  }
+
+  // One statement, expression or loop pass more; past kMaxRenderSteps an Error.
+  void step() {
+    if (++steps_ > kMaxRenderSteps) {
+      throw Error(fmt::format("the template ran past {} statements, expressions and loop passes", kMaxRenderSteps));
+    }
   }
 
   Value eval(const Expr& e, const ScopePtr& scope) {
@@ -207,6 +222,7 @@ class Interpreter {
       ~Deeper() { --depth; }
     } deeper(depth_);
     try {
+      step();
       return eval_inner(e, scope);
     } catch (const Error& err) {
       if (err.line) throw;
@@ -271,6 +287,7 @@ class Interpreter {
     }
     const int64_t n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
+      step();
       auto iteration = make_scope({}, scope);
       Dict loop = {{"index", Value(i + 1)},
                    {"index0", Value(i)},
@@ -426,6 +443,7 @@ class Interpreter {
   std::vector<std::weak_ptr<Scope>> scopes_;
   std::vector<std::weak_ptr<Dict>> namespaces_;
   int depth_ = 0;  // eval() calls on the stack
+  int64_t steps_ = 0;  // statements, expressions and loop passes run (step())
 };
 
 // Unknown filters and tests are errors when the template is compiled, as in jinja2 —

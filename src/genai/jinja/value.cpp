@@ -24,8 +24,19 @@ Value Value::none() {
 Value::Value(bool b) : kind_(Kind::kBool), b_(b) {}
 Value::Value(int64_t i) : kind_(Kind::kInt), i_(i) {}
 Value::Value(double f) : kind_(Kind::kFloat), f_(f) {}
-Value::Value(std::string s) : kind_(Kind::kString), s_(std::make_shared<const std::string>(std::move(s))) {}
-Value::Value(List list) : kind_(Kind::kList), list_(std::make_shared<List>(std::move(list))) {
+void check_string_size(size_t bytes) {
+  if (bytes > kMaxStringBytes) throw Error(fmt::format("the template made a string longer than {} bytes", kMaxStringBytes));
+}
+
+Value::Value(std::string s) : kind_(Kind::kString) {
+  check_string_size(s.size());
+  s_ = std::make_shared<const std::string>(std::move(s));
+}
+Value::Value(List list) : kind_(Kind::kList) {
+  if (list.size() > kMaxListItems) {
+    throw Error(fmt::format("the template made a list of more than {} items", kMaxListItems));
+  }
+  list_ = std::make_shared<List>(std::move(list));
   for (const Value& item : *list_) depth_ = std::max(depth_, item.depth_);
   check_depth();
 }
@@ -157,12 +168,26 @@ std::string format_float(double f) {
   return out;
 }
 
+namespace {
+
+// The bytes of the character s[i] starts, as utf8_chars splits them.
+size_t char_bytes(const std::string& s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  return std::min<size_t>(c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4, s.size() - i);
+}
+
+size_t utf8_length(const std::string& s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); i += char_bytes(s, i)) ++n;
+  return n;
+}
+
+}  // namespace
+
 std::vector<std::string> utf8_chars(const std::string& s) {
   std::vector<std::string> out;
   for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    n = std::min(n, s.size() - i);
+    const size_t n = char_bytes(s, i);
     out.push_back(s.substr(i, n));
     i += n;
   }
@@ -245,8 +270,11 @@ std::string json_key(const Value& k) {
 
 void json_dump(const Value& v, const JsonFormat& f, int depth, std::string& out) {
   auto newline = [&](int d) {
-    if (f.indent >= 0) out += "\n" + std::string(static_cast<size_t>(f.indent * d), ' ');
+    if (f.indent < 0) return;
+    check_string_size(out.size() + static_cast<size_t>(f.indent) * static_cast<size_t>(d));
+    out += "\n" + std::string(static_cast<size_t>(f.indent) * static_cast<size_t>(d), ' ');
   };
+  check_string_size(out.size());
   if (v.is_generator()) throw Error("Object of type generator is not JSON serializable");
   switch (v.kind()) {
     case Value::Kind::kNone: out += "null"; return;
@@ -304,13 +332,17 @@ std::string Value::repr() const {
     case Kind::kString: return repr_string(*s_);
     case Kind::kList: {
       std::string out = "[";
-      for (size_t i = 0; i < list_->size(); ++i) out += (i ? ", " : "") + (*list_)[i].repr();
+      for (size_t i = 0; i < list_->size(); ++i) {
+        out += (i ? ", " : "") + (*list_)[i].repr();
+        check_string_size(out.size());
+      }
       return out + "]";
     }
     case Kind::kDict: {
       std::string out = "{";
       for (size_t i = 0; i < dict_->size(); ++i) {
         out += (i ? ", " : "") + (*dict_)[i].first.repr() + ": " + (*dict_)[i].second.repr();
+        check_string_size(out.size());
       }
       return out + "}";
     }
@@ -394,6 +426,9 @@ List Value::iterate() const {
       return keys;
     }
     case Kind::kString: {
+      if (utf8_length(*s_) > kMaxListItems) {
+        throw Error(fmt::format("iterating a string of more than {} characters", kMaxListItems));
+      }
       List chars;
       for (auto& c : utf8_chars(*s_)) chars.emplace_back(std::move(c));
       return chars;
@@ -404,7 +439,7 @@ List Value::iterate() const {
 
 int64_t Value::length() const {
   switch (kind_) {
-    case Kind::kString: return static_cast<int64_t>(utf8_chars(*s_).size());
+    case Kind::kString: return static_cast<int64_t>(utf8_length(*s_));
     case Kind::kList:
       if (generator_) throw Error("object of type 'generator' has no len()");
       return static_cast<int64_t>(list_->size());

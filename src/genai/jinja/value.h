@@ -56,6 +56,21 @@ struct JsonFormat {
 //     counts as a leaf.
 inline constexpr int kMaxNesting = 256;
 
+// A template's strings (its output and captured blocks included) are at most
+// kMaxStringBytes and its lists at most kMaxListItems long, and a render runs
+// at most kMaxRenderSteps statements and expressions: past any of them an
+// Error. jinja2 would run on until memory or patience ran out: a loop of
+// `{% set ns.s = ns.s ~ ns.s %}` doubles a string each pass, two nested
+// range(100000) loops take 10^10 passes. A step is a statement, an
+// expression or a loop's pass. Qwen3's template renders 2,334 messages and 20
+// tools in 158,000 steps (30 ms); a bare loop's pass, the costliest step,
+// takes about 1.4 us, so the bound stops a runaway render within 3 s.
+inline constexpr size_t kMaxStringBytes = size_t{64} << 20;
+inline constexpr size_t kMaxListItems = size_t{1} << 20;
+inline constexpr int64_t kMaxRenderSteps = 2'000'000;
+// Throws Error when a string being built has `bytes`, past kMaxStringBytes.
+void check_string_size(size_t bytes);
+
 class Value {
  public:
   enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kFunction, kNamespace };
