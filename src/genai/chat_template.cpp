@@ -136,9 +136,13 @@ Result<std::string> ChatTemplate::render(const ChatTemplateInput& input, const j
   const bool has_tools = !input.tools.is_null();
   const Named& t = pick(has_tools);
   jinja::Dict globals = special_tokens_;
-  for (const auto& [k, v] : input.extra.items()) globals.emplace_back(k, jinja::Value::from_json(v));
-  globals.emplace_back("messages", jinja::Value::from_json(input.messages));
-  globals.emplace_back("tools", has_tools ? jinja::Value::from_json(input.tools) : jinja::Value::none());
+  try {  // a list past the template's bounds (jinja::kMaxListItems)
+    for (const auto& [k, v] : input.extra.items()) globals.emplace_back(k, jinja::Value::from_json(v));
+    globals.emplace_back("messages", jinja::Value::from_json(input.messages));
+    globals.emplace_back("tools", has_tools ? jinja::Value::from_json(input.tools) : jinja::Value::none());
+  } catch (const jinja::Error& e) {
+    return invalid_argument("chat template input: {}", e.what());
+  }
   globals.emplace_back("documents", jinja::Value::none());
   globals.emplace_back("add_generation_prompt", jinja::Value(input.add_generation_prompt));
   return t.parsed.render(globals, options);

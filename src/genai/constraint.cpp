@@ -442,6 +442,7 @@ void GrammarMask::compute_mask() {
     StepWatchdog::Timed timed(cancel_);
     ok = llg_matcher_compute_mask_into(matcher_, mask_.data(), mask_.size() * sizeof(uint32_t)) == 0;
   }
+  ok = ok && !llg_matcher_is_cancelled(matcher_);  // the watchdog may cancel just as the step returns
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(mutex_);
   ++masks_;
@@ -561,6 +562,7 @@ void GrammarMask::accept(int64_t token) {
     StepWatchdog::Timed timed(cancel_);
     ok = llg_matcher_consume_token(matcher_, static_cast<uint32_t>(token)) == 0;
   }
+  ok = ok && !llg_matcher_is_cancelled(matcher_);
   if (!ok) {
     fail(fmt::format("token {} is not allowed here: {}", token, step_error("llguidance refused it")));
     return;

@@ -260,7 +260,9 @@ TEST(Constraint, AStepPastItsBudgetIsStoppedWithAnError) {
       EXPECT_NE(mask->error().find(budget), std::string::npos) << text << ": " << mask->error();
       EXPECT_FALSE(mask->complete());
       for (size_t i = 0; i < logits.size(); ++i) {
-        if (logits[i] != -INFINITY) EXPECT_TRUE(qwen().vocabulary->is_eos(static_cast<int64_t>(i))) << text << " " << i;
+        if (logits[i] != -INFINITY) {
+          EXPECT_TRUE(qwen().vocabulary->is_eos(static_cast<int64_t>(i))) << text << " " << i;
+        }
       }
     }
   }

@@ -143,9 +143,9 @@ TEST(Jinja, ValuesNestBoundedAndCyclesAreFreed) {
 }
 
 // A render that would run or grow without end stops with an error: strings
-// (output and captured blocks included) at kMaxStringBytes, lists at
-// kMaxListItems, the whole render at kMaxRenderSteps. Each case below took
-// minutes or filled memory (10 GB and more) before the bounds.
+// (output and captured blocks included) at kMaxStringBytes, lists and dicts
+// at kMaxListItems, the whole render at kMaxRenderSteps or kMaxRenderCpu.
+// Each case below took minutes or filled memory (10 GB and more) before.
 TEST(Jinja, RunawayRendersStopWithAnError) {
   const auto contains = [](const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
@@ -174,8 +174,19 @@ TEST(Jinja, RunawayRendersStopWithAnError) {
                long_string);
   EXPECT_PRED2(contains, error_of("{% set x = 'y' * 60000000 %}{% set c %}{{ x }}{{ x }}{% endset %}"), long_string);
   EXPECT_PRED2(contains, error_of("{% for c in 'y' * 2000000 %}{% endfor %}"), "iterating a string of more than");
-  EXPECT_PRED2(contains, error_of("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"),
+  // Nested loops: cheap steps (an if and its condition), so that the step bound comes before the CPU-time one.
+  std::string cheap;
+  for (int i = 0; i < 20; ++i) cheap += "{% if 0 %}{% endif %}";
+  EXPECT_PRED2(contains,
+               error_of("{% for a in range(100000) %}{% for b in range(100000) %}" + cheap + "{% endfor %}{% endfor %}"),
                "ran past " + std::to_string(kMaxRenderSteps) + " statements, expressions and loop passes");
+  // A step over a 60 MB string (its length scanned at each index) is slow: the CPU-time bound stops the loop.
+  EXPECT_PRED2(contains, error_of("{% set s = 'x' * 60000000 %}{% for i in range(100000) %}{{ s[i] }}{% endfor %}"),
+               "ran past " + std::to_string(kMaxRenderCpu.count()) + " ms of CPU time");
+  // dict() takes one mapping, as Python's: two copies of a dict would double it at each pass.
+  EXPECT_PRED2(contains, error_of("{% set d = {'a': 1} %}{{ dict(d, d) }}"), "dict expected at most 1 argument, got 2");
+  EXPECT_EQ(render("{{ dict({'a': 1, 'b': 2}, a=3) }}"), "{'a': 3, 'b': 2}");
+  EXPECT_EQ(render("{{ ('' * 9000000000000000000) | length }}{{ ([] * 9000000000000000000) | length }}"), "00");
   // At the bounds, and well within the step budget.
   EXPECT_EQ(render("{{ ('x' * " + std::to_string(kMaxStringBytes) + ") | length }}"), std::to_string(kMaxStringBytes));
   EXPECT_PRED2(contains, error_of("{{ ('x' * " + std::to_string(kMaxStringBytes) + ") ~ 'x' }}"), long_string);

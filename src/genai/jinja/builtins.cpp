@@ -477,7 +477,7 @@ Value get_item(const Value& obj, const Value& key) {
     int64_t i = key.as_int();
     if (i < 0) i += n;
     if (i < 0 || i >= n) return Value();
-    return obj.is_list() ? obj.list()[i] : Value(utf8_chars(obj.str())[i]);
+    return obj.is_list() ? obj.list()[i] : Value(utf8_char_at(obj.str(), i));
   }
   if (obj.is_dict()) {
     const Value* v = obj.find(key);

@@ -1,5 +1,7 @@
 #include "genai/jinja/template.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <ctime>
 
@@ -82,7 +84,8 @@ Value modulo(const Value& a, const Value& b) {
 Value repeat(const Value& seq, int64_t n) {
   const size_t size = seq.is_string() ? seq.str().size() : seq.list().size();
   const size_t limit = seq.is_string() ? kMaxStringBytes : kMaxListItems;
-  if (n > 0 && size > 0 && static_cast<uint64_t>(n) > limit / size) {
+  if (n <= 0 || size == 0) return seq.is_string() ? Value(std::string()) : Value(List());
+  if (static_cast<uint64_t>(n) > limit / size) {
     throw Error(fmt::format("{} * {} would be longer than a template's limit of {} {}", seq.type_name(), n, limit,
                             seq.is_string() ? "bytes" : "items"));
   }
@@ -156,6 +159,12 @@ bool contains(const Value& container, const Value& item) {
   throw Error(fmt::format("argument of type '{}' is not iterable", container.type_name()));
 }
 
+std::chrono::nanoseconds thread_cpu_time() {
+  timespec now = {};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+}
+
 class Interpreter {
  public:
   // A macro holds the scope it was defined in, and that scope holds the macro;
@@ -200,10 +209,14 @@ class Interpreter {
     return Flow::kNormal;
   }
 
-  // One statement, expression or loop pass more; past kMaxRenderSteps an Error.
+  // One statement, expression or loop pass more; past kMaxRenderSteps, or
+  // (read every 64 steps) kMaxRenderCpu of this thread's CPU time, an Error.
   void step() {
     if (++steps_ > kMaxRenderSteps) {
       throw Error(fmt::format("the template ran past {} statements, expressions and loop passes", kMaxRenderSteps));
+    }
+    if (steps_ % 64 == 0 && thread_cpu_time() - cpu_start_ > kMaxRenderCpu) {
+      throw Error(fmt::format("the template ran past {} ms of CPU time", kMaxRenderCpu.count()));
     }
   }
 
@@ -444,6 +457,7 @@ class Interpreter {
   std::vector<std::weak_ptr<Dict>> namespaces_;
   int depth_ = 0;  // eval() calls on the stack
   int64_t steps_ = 0;  // statements, expressions and loop passes run (step())
+  const std::chrono::nanoseconds cpu_start_ = thread_cpu_time();
 };
 
 // Unknown filters and tests are errors when the template is compiled, as in jinja2 —
@@ -501,12 +515,24 @@ Vars builtin_globals(const RenderOptions& options, Interpreter& interpreter) {
                    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
                    return Value(std::move(out));
                  })));
+  // Python's dict(mapping, **keywords): at most one mapping, whose keys the keywords replace.
   auto make_dict = [](const Args& a) {
-    Dict d;
-    for (const Value& p : a.positional) {
-      if (p.is_dict() || p.is_namespace()) d.insert(d.end(), p.dict().begin(), p.dict().end());
+    if (a.positional.size() > 1) {
+      throw Error(fmt::format("dict expected at most 1 argument, got {}", a.positional.size()));
     }
-    for (const auto& [k, v] : a.keyword) d.emplace_back(Value(k), v);
+    Dict d;
+    if (!a.positional.empty() && (a.positional[0].is_dict() || a.positional[0].is_namespace())) {
+      d = a.positional[0].dict();
+    }
+    for (const auto& [k, v] : a.keyword) {
+      const Value key(k);
+      auto same = std::find_if(d.begin(), d.end(), [&](const auto& item) { return item.first.equals(key); });
+      if (same != d.end()) {
+        same->second = v;
+      } else {
+        d.emplace_back(key, v);
+      }
+    }
     return d;
   };
   g.emplace_back("namespace", Value(Function([make_dict, &interpreter](const Args& a) {

@@ -40,7 +40,11 @@ Value::Value(List list) : kind_(Kind::kList) {
   for (const Value& item : *list_) depth_ = std::max(depth_, item.depth_);
   check_depth();
 }
-Value::Value(Dict dict) : kind_(Kind::kDict), dict_(std::make_shared<Dict>(std::move(dict))) {
+Value::Value(Dict dict) : kind_(Kind::kDict) {
+  if (dict.size() > kMaxListItems) {
+    throw Error(fmt::format("the template made a dict of more than {} items", kMaxListItems));
+  }
+  dict_ = std::make_shared<Dict>(std::move(dict));
   for (const auto& [key, value] : *dict_) depth_ = std::max({depth_, key.depth_, value.depth_});
   check_depth();
 }
@@ -184,6 +188,13 @@ size_t utf8_length(const std::string& s) {
 
 }  // namespace
 
+std::string utf8_char_at(const std::string& s, int64_t i) {
+  for (size_t at = 0; at < s.size(); at += char_bytes(s, at)) {
+    if (i-- == 0) return s.substr(at, char_bytes(s, at));
+  }
+  return {};
+}
+
 std::vector<std::string> utf8_chars(const std::string& s) {
   std::vector<std::string> out;
   for (size_t i = 0; i < s.size();) {
@@ -271,8 +282,10 @@ std::string json_key(const Value& k) {
 void json_dump(const Value& v, const JsonFormat& f, int depth, std::string& out) {
   auto newline = [&](int d) {
     if (f.indent < 0) return;
-    check_string_size(out.size() + static_cast<size_t>(f.indent) * static_cast<size_t>(d));
-    out += "\n" + std::string(static_cast<size_t>(f.indent) * static_cast<size_t>(d), ' ');
+    const size_t spaces = static_cast<size_t>(f.indent) * static_cast<size_t>(d);
+    check_string_size(out.size() + spaces);
+    out += '\n';
+    out.append(spaces, ' ');
   };
   check_string_size(out.size());
   if (v.is_generator()) throw Error("Object of type generator is not JSON serializable");

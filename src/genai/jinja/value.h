@@ -4,6 +4,7 @@
 // (insertion-ordered, keys of any hashable kind: {0: 'a'} keeps its int key), callables (filters' targets, macros, methods) and
 // namespace() objects. Lists, dicts and namespaces are shared by reference, as
 // Python objects are.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -68,6 +69,9 @@ inline constexpr int kMaxNesting = 256;
 inline constexpr size_t kMaxStringBytes = size_t{64} << 20;
 inline constexpr size_t kMaxListItems = size_t{1} << 20;
 inline constexpr int64_t kMaxRenderSteps = 2'000'000;
+// A step can touch a whole 64 MiB string (`s[i]`, `s.find(x)`), so the render
+// also stops at this much of its thread's CPU time.
+inline constexpr std::chrono::milliseconds kMaxRenderCpu{3000};
 // Throws Error when a string being built has `bytes`, past kMaxStringBytes.
 void check_string_size(size_t bytes);
 
@@ -161,5 +165,7 @@ class Value {
 std::string format_float(double f);
 // Splits UTF-8 text into code points (each as its own string).
 std::vector<std::string> utf8_chars(const std::string& s);
+// utf8_chars(s)[i], without the vector; "" past the end.
+std::string utf8_char_at(const std::string& s, int64_t i);
 
 }  // namespace ember::genai::jinja
