@@ -80,7 +80,11 @@ Result<ChatTemplate> ChatTemplate::from_sources(const Sources& sources, const nl
     for (const auto& [name, _] : sources) names += (names.empty() ? "'" : ", '") + name + "'";
     return invalid_model("{}: chat templates {} but none named 'default'", sources.begin()->second.first, names);
   }
-  t.special_tokens_ = special_tokens(config);
+  try {
+    t.special_tokens_ = special_tokens(config);
+  } catch (const jinja::Error& e) {  // additional_special_tokens past jinja::kMaxListItems
+    return invalid_model("{}: {}", sources.begin()->second.first, e.what());
+  }
   return t;
 }
 

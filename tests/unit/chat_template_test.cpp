@@ -132,6 +132,25 @@ TEST(ChatTemplate, MissingTemplateAndRaiseExceptionAreErrors) {
   EXPECT_NE(text.status().message().find("roles must alternate"), std::string::npos);
 }
 
+// Inputs past the template's bounds (jinja::kMaxListItems) are errors, not exceptions:
+// a request's message list, a config's additional_special_tokens.
+TEST(ChatTemplate, InputsPastTheBoundsAreErrors) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (size_t i = 0; i <= jinja::kMaxListItems; ++i) list.push_back(0);
+  auto t = ChatTemplate::from_config({{"chat_template", "{{ messages | length }}"}});
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  ChatTemplateInput input;
+  input.messages = list;
+  auto text = t->render(input);
+  ASSERT_FALSE(text.is_ok());
+  EXPECT_NE(text.status().message().find("more than 1048576 items"), std::string::npos) << text.status().to_string();
+  auto config = ChatTemplate::from_config({{"chat_template", "x"}, {"additional_special_tokens", std::vector<std::string>(
+                                                                         jinja::kMaxListItems + 1, "<t>")}});
+  ASSERT_FALSE(config.is_ok());
+  EXPECT_NE(config.status().message().find("more than 1048576 items"), std::string::npos)
+      << config.status().to_string();
+}
+
 // A scratch model folder under the build tree, emptied first.
 class ChatTemplateFolder : public ::testing::Test {
  protected:
