@@ -192,7 +192,7 @@ TEST(Jinja, RunawayRendersStopWithAnError) {
   EXPECT_PRED2(contains, error_of("{{ ('x' * " + std::to_string(kMaxStringBytes) + ") ~ 'x' }}"), long_string);
   EXPECT_EQ(render("{{ ([0] * " + std::to_string(kMaxListItems) + ") | length }}"), std::to_string(kMaxListItems));
   EXPECT_PRED2(contains, error_of("{{ [0] * " + std::to_string(kMaxListItems + 1) + " }}"), "would be longer than");
-  EXPECT_EQ(render("{% for i in range(5) %}{% for j in range(100000) %}{% endfor %}{% endfor %}done"), "done");
+  EXPECT_EQ(render("{% for i in range(100000) %}{% endfor %}done"), "done");
 }
 
 TEST(Jinja, StrftimeNowUsesTheGivenClock) {
