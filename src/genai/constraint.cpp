@@ -9,12 +9,10 @@
 #include <map>
 #include <thread>
 
-#include <pthread.h>
-#include <time.h>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/cpu_time.h"
 #include "base/json.h"
 #include "genai/gbnf.h"
 
@@ -102,12 +100,6 @@ class StepWatchdog {
     Clock::time_point check_at;
   };
 
-  static std::chrono::nanoseconds read(clockid_t clock) {
-    timespec now = {};
-    clock_gettime(clock, &now);
-    return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
-  }
-
   StepWatchdog() : thread_([this] { loop(); }) {}
   ~StepWatchdog() {
     {
@@ -119,9 +111,8 @@ class StepWatchdog {
   }
 
   uint64_t start(const LlgCancellationHandle* handle) {
-    clockid_t cpu_clock;
-    if (pthread_getcpuclockid(pthread_self(), &cpu_clock) != 0) cpu_clock = CLOCK_MONOTONIC;
-    const Step step{handle, cpu_clock, read(cpu_clock), Clock::now() + kMatcherStepBudget};
+    const clockid_t cpu_clock = this_thread_cpu_clock();
+    const Step step{handle, cpu_clock, clock_time(cpu_clock), Clock::now() + kMatcherStepBudget};
     bool was_idle;
     uint64_t ticket;
     {
@@ -157,7 +148,7 @@ class StepWatchdog {
           ++it;
           continue;
         }
-        const std::chrono::nanoseconds used = read(step.cpu_clock) - step.cpu_start;
+        const std::chrono::nanoseconds used = clock_time(step.cpu_clock) - step.cpu_start;
         if (used >= kMatcherStepBudget) {
           llg_cancel(step.handle);
           it = steps_.erase(it);
@@ -437,12 +428,8 @@ GrammarMask::~GrammarMask() {
 
 void GrammarMask::compute_mask() {
   const auto start = std::chrono::steady_clock::now();
-  bool ok;
-  {
-    StepWatchdog::Timed timed(cancel_);
-    ok = llg_matcher_compute_mask_into(matcher_, mask_.data(), mask_.size() * sizeof(uint32_t)) == 0;
-  }
-  ok = ok && !llg_matcher_is_cancelled(matcher_);  // the watchdog may cancel just as the step returns
+  const bool ok = timed_step(
+      [this] { return llg_matcher_compute_mask_into(matcher_, mask_.data(), mask_.size() * sizeof(uint32_t)); });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(mutex_);
   ++masks_;
@@ -466,6 +453,16 @@ void GrammarMask::start_mask() {
 void GrammarMask::wait_mask() {
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [this] { return !busy_; });
+}
+
+template <typename Call>
+bool GrammarMask::timed_step(Call call) {
+  int32_t result;
+  {
+    StepWatchdog::Timed timed(cancel_);
+    result = call();
+  }
+  return result == 0 && !llg_matcher_is_cancelled(matcher_);  // the watchdog may cancel just as the step returns
 }
 
 std::string GrammarMask::step_error(const char* fallback) {
@@ -557,13 +554,7 @@ void GrammarMask::accept(int64_t token) {
     fail(fmt::format("token {} is not allowed here: the model has {} logits", token, vocabulary_->model_vocab()));
     return;
   }
-  bool ok;
-  {
-    StepWatchdog::Timed timed(cancel_);
-    ok = llg_matcher_consume_token(matcher_, static_cast<uint32_t>(token)) == 0;
-  }
-  ok = ok && !llg_matcher_is_cancelled(matcher_);
-  if (!ok) {
+  if (!timed_step([&] { return llg_matcher_consume_token(matcher_, static_cast<uint32_t>(token)); })) {
     fail(fmt::format("token {} is not allowed here: {}", token, step_error("llguidance refused it")));
     return;
   }

@@ -153,6 +153,10 @@ class GrammarMask final : public LogitsProcessor {
   void start_mask();
   void wait_mask();
   void fail(std::string message);
+  // Runs one llguidance call on matcher_ (0: success) under the step
+  // watchdog; false when it failed or was cancelled.
+  template <typename Call>
+  bool timed_step(Call call);
   // llguidance's error after a failed step, or the budget's if it was cancelled.
   std::string step_error(const char* fallback);
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/cpu_time.h"
 #include "genai/jinja/builtins.h"
 #include "genai/jinja/parser.h"
 #include "genai/jinja/strings.h"
@@ -159,12 +160,6 @@ bool contains(const Value& container, const Value& item) {
   throw Error(fmt::format("argument of type '{}' is not iterable", container.type_name()));
 }
 
-std::chrono::nanoseconds thread_cpu_time() {
-  timespec now = {};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
-}
-
 class Interpreter {
  public:
   // A macro holds the scope it was defined in, and that scope holds the macro;
@@ -215,7 +210,7 @@ class Interpreter {
     if (++steps_ > kMaxRenderSteps) {
       throw Error(fmt::format("the template ran past {} statements, expressions and loop passes", kMaxRenderSteps));
     }
-    if (steps_ % 64 == 0 && thread_cpu_time() - cpu_start_ > kMaxRenderCpu) {
+    if (steps_ % 64 == 0 && clock_time() - cpu_start_ > kMaxRenderCpu) {
       throw Error(fmt::format("the template ran past {} ms of CPU time", kMaxRenderCpu.count()));
     }
   }
@@ -457,7 +452,7 @@ class Interpreter {
   std::vector<std::weak_ptr<Dict>> namespaces_;
   int depth_ = 0;  // eval() calls on the stack
   int64_t steps_ = 0;  // statements, expressions and loop passes run (step())
-  const std::chrono::nanoseconds cpu_start_ = thread_cpu_time();
+  const std::chrono::nanoseconds cpu_start_ = clock_time();
 };
 
 // Unknown filters and tests are errors when the template is compiled, as in jinja2 —
