@@ -46,10 +46,14 @@ Tensor allocate_strings(Shape shape) {
   return Tensor(DType::kString, std::move(shape), p, std::shared_ptr<const void>(strings, p));
 }
 
-// Element counts whose byte size (up to 16 bytes an element) would not fit in
-// int64, and negative dims (a bug upstream), are refused before any arithmetic
-// overflows.
+// Ranks past kMaxRank, element counts whose byte size (up to 16 bytes an
+// element) would not fit in int64, and negative dims (a bug upstream), are
+// refused before any arithmetic overflows.
 void check_allocatable(DType dtype, std::span<const int64_t> shape) {
+  if (shape.size() > kMaxRank) {
+    throw AllocationError(fmt::format("cannot allocate a {} tensor of rank {}: past the {} dims a tensor may have",
+                                      dtype_name(dtype), shape.size(), kMaxRank));
+  }
   constexpr int64_t kMaxElements = int64_t{1} << 58;
   int64_t n = 1;
   bool ok = true;

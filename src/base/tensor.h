@@ -14,6 +14,11 @@ namespace ember {
 
 using Shape = SmallVector<int64_t, 6>;
 
+// The most dims a tensor may have: NumPy 2's bound (NPY_MAXDIMS = 64). Real
+// models stay far below it; a model or shape tensor past it is refused, so an
+// absurd declared length never becomes an allocation or a rank-sized loop.
+inline constexpr size_t kMaxRank = 64;
+
 int64_t shape_numel(std::span<const int64_t> shape);
 std::string shape_to_string(std::span<const int64_t> shape);
 // Row-major (contiguous) element strides.

@@ -386,6 +386,10 @@ Result<std::vector<SymbolicValue>> infer_graph(Graph& g, const Scope* parent) {
       if (out == kNoValue) continue;
       SymbolicValue& inferred = ctx.outputs[i];
       if (inferred.contents && inferred.contents->size() > kMaxContents) inferred.contents.reset();
+      if (inferred.shape && inferred.shape->size() > kMaxRank) {
+        return invalid_model("{}: output '{}' would have rank {}, past the {} dims a tensor may have", node.label(),
+                             g.value(out).name, inferred.shape->size(), kMaxRank);
+      }
       EMBER_RETURN_IF_ERROR(merge_output(g.value(out), node, std::move(inferred), values[static_cast<size_t>(out)]));
     }
   }

@@ -48,6 +48,13 @@ Result<SymShape> broadcast_shapes(const SymShape& a, const SymShape& b) {
   return out;
 }
 
+Result<SymShape> unknown_dims(int64_t rank) {
+  if (rank < 0 || rank > static_cast<int64_t>(kMaxRank)) {
+    return invalid_model("a shape of rank {} is past the {} dims a tensor may have", rank, kMaxRank);
+  }
+  return SymShape(static_cast<size_t>(rank));
+}
+
 DimExpr product(const SymShape& dims, size_t begin, size_t end) {
   DimExpr p = DimExpr::constant(1);
   for (size_t i = begin; i < end && i < dims.size(); ++i) p = p * dims[i];
@@ -257,19 +264,22 @@ Status size_op(OpContext& ctx) {
 }
 
 // A shape given by input `i`: its contents, or just its rank from its length.
-std::optional<SymShape> shape_from_input(const OpContext& ctx, size_t i) {
-  if (const Contents* c = ctx.contents(i)) return *c;
+Result<std::optional<SymShape>> shape_from_input(const OpContext& ctx, size_t i) {
+  if (const Contents* c = ctx.contents(i)) return std::optional<SymShape>(*c);
   const SymShape* s = ctx.shape(i);
   if (s && s->size() == 1) {
-    if (auto n = (*s)[0].as_constant()) return SymShape(static_cast<size_t>(*n));
+    if (auto n = (*s)[0].as_constant()) {
+      EMBER_ASSIGN_OR_RETURN(SymShape dims, unknown_dims(*n));
+      return std::optional<SymShape>(std::move(dims));
+    }
   }
-  return std::nullopt;
+  return std::optional<SymShape>();
 }
 
 Status constant_of_shape(OpContext& ctx) {
   const Attribute* value = ctx.node.find_attr("value");
   DType dt = value && value->type == AttrType::kTensor ? value->t.dtype() : DType::kF32;
-  std::optional<SymShape> shape = shape_from_input(ctx, 0);
+  EMBER_ASSIGN_OR_RETURN(std::optional<SymShape> shape, shape_from_input(ctx, 0));
   std::optional<Contents> c;
   if (shape && shape->size() == 1 && value && value->t.numel() == 1) {
     auto fill = contents_of(value->t);
@@ -305,7 +315,7 @@ Status range(OpContext& ctx) {
 
 Status reshape(OpContext& ctx) {
   const SymShape* in = ctx.shape(0);
-  std::optional<SymShape> target = shape_from_input(ctx, 1);
+  EMBER_ASSIGN_OR_RETURN(std::optional<SymShape> target, shape_from_input(ctx, 1));
   if (ctx.opset() < 5 && ctx.attrs.has("shape")) {
     target.emplace();
     for (int64_t v : ctx.attrs.get_ints("shape")) target->push_back(DimExpr::constant(v));
@@ -612,7 +622,7 @@ Status gather_nd(OpContext& ctx) {
 
 Status expand(OpContext& ctx) {
   const SymShape* in = ctx.shape(0);
-  std::optional<SymShape> target = shape_from_input(ctx, 1);
+  EMBER_ASSIGN_OR_RETURN(std::optional<SymShape> target, shape_from_input(ctx, 1));
   std::optional<SymShape> out;
   if (in && target) {
     EMBER_ASSIGN_OR_RETURN(out, broadcast_shapes(*in, *target));

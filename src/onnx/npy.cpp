@@ -61,6 +61,7 @@ Result<Shape> parse_shape(std::string_view header, const std::string& path) {
     int64_t d = 0;
     auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), d);
     if (ec != std::errc() || d < 0) return invalid_argument("{}: bad dimension in .npy shape '{}'", path, v.substr(0, close + 1));
+    if (shape.size() == kMaxRank) return invalid_argument("{}: the .npy shape has more than the {} dims a tensor may have", path, kMaxRank);
     shape.push_back(d);
     body.remove_prefix(static_cast<size_t>(end - body.data()));
     if (!body.empty() && body.front() != ',' && body.front() != ' ') {

@@ -57,6 +57,7 @@ Status read_tensor_type(std::span<const uint8_t> bytes, const Where& w, ValueInf
         while (!sr.done()) {
           EMBER_RETURN_IF_ERROR(sr.next(d));
           if (d.number != 1) continue;
+          if (v.shape.size() == kMaxRank) return proto::malformed(sw, "more than the {} dims a tensor may have", kMaxRank);
           Where dw = sw.child("dim", static_cast<int64_t>(v.shape.size()));
           EMBER_RETURN_IF_ERROR(read_message(d, dw, [&](std::span<const uint8_t> b, const Where& x) {
             return read_dim(b, x, v.shape.emplace_back());

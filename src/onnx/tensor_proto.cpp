@@ -214,6 +214,7 @@ Result<Tensor> load_external(const TensorFields& t, DType dtype, const Shape& sh
 Result<Shape> checked_shape(const TensorFields& t, size_t element_bytes, const std::string& label) {
   constexpr int64_t kMaxBytes = int64_t{1} << 60;
   const int64_t max_elements = kMaxBytes / static_cast<int64_t>(std::max<size_t>(element_bytes, 1));
+  if (t.dims.size() > kMaxRank) return invalid_model("{} has {} dims, past the {} a tensor may have", label, t.dims.size(), kMaxRank);
   Shape shape;
   int64_t numel = 1;
   for (int64_t d : t.dims) {

@@ -383,6 +383,18 @@ TEST(Loader, WireErrorsNameTheField) {
   EXPECT_NE(error_of(load(bad_varint)).find("longer than 64 bits"), std::string::npos) << error_of(load(bad_varint));
 }
 
+TEST(Loader, RanksPastTheBoundAreErrors) {
+  const std::vector<int64_t> at_bound(kMaxRank, 1), past(kMaxRank + 1, 1);
+  EXPECT_TRUE(load(model(graph({}, {value_info("x", 1, at_bound)}, {value_info("x", 1, at_bound)}))));
+  std::string declared = error_of(load(model(graph({}, {value_info("x", 1, past)}, {kY}))));
+  EXPECT_NE(declared.find("more than the 64 dims a tensor may have"), std::string::npos) << declared;
+  EXPECT_NE(declared.find("ModelProto.graph.input[0].type.tensor_type.shape"), std::string::npos) << declared;
+  auto tensor_of = [](std::vector<int64_t> dims) { return raw_tensor("w", 1, std::move(dims), raw_bytes<float>({1})); };
+  EXPECT_TRUE(load(model(graph({}, {}, {value_info("w", 1, at_bound)}, {tensor_of(at_bound)}))));
+  std::string initializer = error_of(load(model(graph({}, {}, {kY}, {tensor_of(past)}))));
+  EXPECT_NE(initializer.find("has 65 dims, past the 64 a tensor may have"), std::string::npos) << initializer;
+}
+
 std::string rich_model() {
   Msg fn;
   fn.bytes(1, "Twice").bytes(4, "X").bytes(5, "Y").msg(7, node("Add", {"X", "X"}, {"Y"})).msg(9, opset("", 17)).bytes(10, "local");
@@ -510,6 +522,16 @@ TEST(Npy, ReadsVersion2AndRejectsWhatItCannotHold) {
   EXPECT_FALSE(read_npy_file((dir.path / "big.npy").string()));
   EXPECT_FALSE(read_npy_file((dir.path / "short.npy").string()));
   EXPECT_FALSE(write_npy_file((dir.path / "bf.npy").string(), Tensor::allocate(DType::kBF16, {1})));
+  std::string ones = "(";
+  for (size_t i = 0; i < kMaxRank; ++i) ones += "1,";
+  dir.write("at_bound.npy", npy_v2("{'descr': '<f4', 'fortran_order': False, 'shape': " + ones + "), }", raw_bytes<float>({1})));
+  dir.write("past.npy", npy_v2("{'descr': '<f4', 'fortran_order': False, 'shape': " + ones + "1,), }", raw_bytes<float>({1})));
+  auto at_bound = read_npy_file((dir.path / "at_bound.npy").string());
+  ASSERT_TRUE(at_bound) << at_bound.status().message();
+  EXPECT_EQ(at_bound->rank(), 64);
+  auto past = read_npy_file((dir.path / "past.npy").string());
+  ASSERT_FALSE(past);
+  EXPECT_NE(past.status().message().find("more than the 64 dims"), std::string::npos) << past.status().message();
 }
 
 

@@ -199,6 +199,36 @@ TEST(ShapeInferenceTest, BroadcastMismatchIsAnErrorNamingTheNode) {
   EXPECT_NE(st.message().find("Add0"), std::string::npos) << st.message();
 }
 
+// A shape tensor's declared length is a rank: past kMaxRank it is an error
+// naming the node, before any rank-sized allocation (a length of 10^12 once
+// asked for 8 TB), and an attribute-given shape past it is refused too.
+TEST(ShapeInferenceTest, RanksPastTheBoundAreErrorsNamingTheNode) {
+  auto error_of = [](Builder& b) {
+    Status st = infer_shapes(b.g);
+    return st.is_ok() ? std::string("(inferred)") : st.message();
+  };
+  for (const char* op : {"Reshape", "Expand", "ConstantOfShape", "AffineGrid"}) {
+    bool shape_first = std::string(op) == "ConstantOfShape";
+    std::vector<std::string> inputs = shape_first ? std::vector<std::string>{"s"} : std::vector<std::string>{"x", "s"};
+    Builder at_bound(20);
+    at_bound.input("x", DType::kF32, {int64_t{1}, int64_t{2}, int64_t{3}})
+        .input("s", DType::kI64, {static_cast<int64_t>(kMaxRank)})
+        .node(op, inputs, {"y"});
+    EXPECT_EQ(error_of(at_bound), "(inferred)") << op;
+    for (int64_t length : {int64_t{kMaxRank + 1}, int64_t{1'000'000'000'000}}) {
+      Builder b(20);
+      b.input("x", DType::kF32, {int64_t{1}, int64_t{2}, int64_t{3}}).input("s", DType::kI64, {length}).node(op, inputs, {"y"});
+      std::string error = error_of(b);
+      EXPECT_NE(error.find(op + std::string("0")), std::string::npos) << error;
+      EXPECT_NE(error.find("rank " + std::to_string(length) + " is past the 64 dims"), std::string::npos) << error;
+    }
+  }
+  Builder attr(4);
+  attr.input("x", DType::kF32, {int64_t{1}}).node("Reshape", {"x"}, {"y"}, {attr_ints("shape", std::vector<int64_t>(kMaxRank + 1, 1))});
+  std::string error = error_of(attr);
+  EXPECT_NE(error.find("'Reshape0' (Reshape): output 'y' would have rank 65, past the 64 dims"), std::string::npos) << error;
+}
+
 TEST(ShapeInferenceTest, MatMulAndGemm) {
   Builder b;
   b.input("x", DType::kF32, {"b", "s", int64_t{896}})
