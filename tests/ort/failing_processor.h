@@ -1,0 +1,33 @@
+#pragma once
+// A logits processor that fails once the sequence has taken `after` tokens,
+// as a grammar matcher past its step budget does: the generation loops must
+// end the sequence with StopReason::kError and its message. It leaves the
+// logits alone, so the tokens before the failure are the plain run's.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "genai/logits_processors.h"
+
+namespace ember::test {
+
+class FailsAfter final : public genai::LogitsProcessor {
+ public:
+  explicit FailsAfter(int after) : after_(after) {}
+  std::string_view name() const override { return "fails_after"; }
+  void apply(genai::SamplingStep&) override {}
+  void accept(int64_t) override { ++taken_; }
+  std::string failure() override { return taken_ >= after_ ? message(after_) : std::string(); }
+  static std::string message(int after) { return "failed after " + std::to_string(after) + " tokens"; }
+
+ private:
+  int after_;
+  int taken_ = 0;
+};
+
+inline std::function<std::unique_ptr<genai::LogitsProcessor>()> fails_after(int after) {
+  return [after] { return std::make_unique<FailsAfter>(after); };
+}
+
+}  // namespace ember::test
