@@ -30,6 +30,7 @@ class SharedMask final : public genai::LogitsProcessor {
   void apply(genai::SamplingStep& step) override { mask_->apply(step); }
   void accept(int64_t token) override { mask_->accept(token); }
   void reset() override { mask_->reset(); }
+  std::string failure() override { return mask_->failure(); }
 
  private:
   std::shared_ptr<genai::GrammarMask> mask_;
@@ -114,7 +115,7 @@ ConstrainedRun::ConstrainedRun(std::shared_ptr<const genai::Constraint> constrai
 nlohmann::json ConstrainedRun::report() const {
   if (!constraint_) return nullptr;
   const bool complete = mask_ && mask_->complete();
-  const std::string error = mask_ ? mask_->error() : std::string("no sequence was generated");
+  const std::string error = mask_ ? mask_->failure() : std::string("no sequence was generated");
   nlohmann::json out = {{"type", genai::constraint_kind_name(constraint_->spec().kind)},
                         {"complete", complete},
                         {"error", error.empty() ? nlohmann::json(nullptr) : nlohmann::json(error)}};
@@ -129,7 +130,7 @@ nlohmann::json ConstrainedRun::report() const {
 
 void ConstrainedRun::warn_if_incomplete(const char* command, const genai::GenerationResult& result) const {
   if (!constraint_ || !mask_) return;
-  const std::string error = mask_->error();
+  const std::string error = mask_->failure();
   if (!error.empty()) {
     fmt::print(stderr, "{}: the constraint failed: {}\n", command, error);
   } else if (!mask_->complete()) {

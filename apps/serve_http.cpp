@@ -54,6 +54,15 @@ ApiError api_error(int status, std::string type, std::string message, std::strin
   return e;
 }
 
+// A choice that ended in an error (finish reason "error": its constraint or
+// the engine's step failed), as OpenAI's error body. A stream sends it as an
+// event, which the openai client raises as an APIError; a response, whose 200
+// went out with its first heartbeat, carries its "error" member.
+OrderedJson generation_error(size_t choice, const std::string& message) {
+  return server::error_body(api_error(500, "server_error", fmt::format("choice {}: {}", choice, message),
+                                      "generation_failed"));
+}
+
 enum class State { kLoading, kReady, kDraining };
 
 // One choice of a response as it is assembled: its text (through the tool-call
@@ -66,6 +75,7 @@ struct ChoiceText {
   bool started = false;
   bool finished = false;
   std::string finish_reason;
+  std::string error;  // when finish_reason is "error"
 };
 
 class ApiServer {
@@ -444,6 +454,7 @@ class ApiServer {
             OrderedJson choice = {{"index", ev.choice}, {"delta", OrderedJson::object()}, {"logprobs", nullptr},
                                   {"finish_reason", final_reason(c)}};
             out += sse(head, OrderedJson::array({choice}), include_usage);
+            if (!ev.error.empty()) out += "data: " + dump(generation_error(ev.choice, ev.error)) + "\n\n";
           }
         }
         if (all_done) out += stream_end(head, *job, include_usage);
@@ -461,13 +472,17 @@ class ApiServer {
         if (with_logprobs) {
           for (auto& entry : chat_logprobs(ev.logprobs)) c.logprobs.push_back(std::move(entry));
         }
-        if (ev.finished) c.finish_reason = ev.finish_reason;
+        if (ev.finished) {
+          c.finish_reason = ev.finish_reason;
+          c.error = ev.error;
+        }
       }
       if (!all_done) return std::string();
       OrderedJson response = head;
       OrderedJson choices = OrderedJson::array();
       for (size_t i = 0; i < state->size(); ++i) {
         const ChoiceText& c = (*state)[i];
+        if (!c.error.empty() && !response.contains("error")) response["error"] = generation_error(i, c.error)["error"];
         OrderedJson message = {{"role", "assistant"},
                                {"content", c.content.empty() && !c.calls.empty() ? OrderedJson(nullptr)
                                                                                  : OrderedJson(c.content)}};
@@ -518,6 +533,7 @@ class ApiServer {
       int64_t offset = 0;
       bool started = false;
       std::string finish_reason;
+      std::string error;  // when finish_reason is "error"
     };
     auto state = std::make_shared<std::vector<CompletionChoice>>(static_cast<size_t>(r.n));
     const bool with_logprobs = r.top_logprobs >= 0;
@@ -560,6 +576,7 @@ class ApiServer {
                                    ev.finished ? OrderedJson(api_reason(ev.finish_reason)) : OrderedJson(nullptr)}};
             out += sse(head, OrderedJson::array({choice}), include_usage);
           }
+          if (ev.finished && !ev.error.empty()) out += "data: " + dump(generation_error(ev.choice, ev.error)) + "\n\n";
         }
         if (all_done) out += stream_end(head, *job, include_usage);
         return out;
@@ -572,13 +589,17 @@ class ApiServer {
         CompletionChoice& c = (*state)[static_cast<size_t>(ev.choice)];
         c.text += ev.text;
         if (with_logprobs) add_logprobs(c, ev);
-        if (ev.finished) c.finish_reason = api_reason(ev.finish_reason);
+        if (ev.finished) {
+          c.finish_reason = api_reason(ev.finish_reason);
+          c.error = ev.error;
+        }
       }
       if (!all_done) return std::string();
       OrderedJson response = head;
       OrderedJson choices = OrderedJson::array();
       for (size_t i = 0; i < state->size(); ++i) {
         const CompletionChoice& c = (*state)[i];
+        if (!c.error.empty() && !response.contains("error")) response["error"] = generation_error(i, c.error)["error"];
         choices.push_back({{"index", i}, {"text", echo + c.text},
                            {"logprobs", with_logprobs ? logprobs_json(c) : OrderedJson(nullptr)},
                            {"finish_reason", c.finish_reason}});

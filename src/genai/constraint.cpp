@@ -503,7 +503,7 @@ void GrammarMask::mask_logits(SamplingStep& step) {
   std::span<float> logits = step.mutable_logits();
   const size_t n = logits.size();
   if (failed) {
-    // Only EOS: the sequence ends and its caller reads error().
+    // Only EOS: the sequence ends and its caller reads failure().
     std::fill(logits.begin(), logits.end(), -INFINITY);
     for (int64_t eos : vocabulary_->eos_ids()) {
       if (eos >= 0 && static_cast<size_t>(eos) < n) logits[static_cast<size_t>(eos)] = 0.0f;
@@ -583,8 +583,7 @@ bool GrammarMask::complete() {
   return eos_taken_ || llg_matcher_is_accepting(matcher_);
 }
 
-std::string GrammarMask::error() {
-  wait_mask();
+std::string GrammarMask::failure() {
   std::lock_guard<std::mutex> lock(mutex_);
   return error_;
 }

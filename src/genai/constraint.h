@@ -120,9 +120,9 @@ class Constraint {
 // grammar does not allow next to -inf (EOS included until the document is
 // complete); accept() advances the matcher. If the matcher fails (a token it
 // did not allow was accepted, or llguidance ran out of its step budget) the
-// failure is kept in error() and from then on only EOS is allowed, so the
-// sequence ends and the caller can report it. So does a step that overruns
-// kMatcherStepBudget.
+// failure is kept in failure() and from then on only EOS is allowed, so the
+// sequence ends with StopReason::kError and the caller can report it. So does
+// a step that overruns kMatcherStepBudget.
 class GrammarMask final : public LogitsProcessor {
  public:
   GrammarMask(std::shared_ptr<const ConstraintVocabulary> vocabulary, LlgMatcher* matcher, bool overlap);
@@ -135,8 +135,9 @@ class GrammarMask final : public LogitsProcessor {
 
   // The text so far is a complete document (EOS may follow, or was taken).
   bool complete();
-  // Why the matcher failed; empty while it has not.
-  std::string error();
+  // Why the matcher failed; empty while it has not. Does not wait for a mask
+  // being computed on the worker: a failure there shows at the next apply().
+  std::string failure() override;
   // Masks computed and the time spent computing them (on whichever thread),
   // and the time apply() took: the mask's cost on the decode loop's path
   // (waiting for the worker, or computing inline, then masking the logits).

@@ -97,21 +97,25 @@ Result<RequestId> Engine::add(EngineRequest request) {
   return id;
 }
 
-bool Engine::cancel(RequestId id) {
+bool Engine::cancel(RequestId id) { return end(id, StopReason::kCancelled, {}); }
+
+bool Engine::fail(RequestId id, std::string error) { return end(id, StopReason::kError, std::move(error)); }
+
+bool Engine::end(RequestId id, StopReason reason, std::string error) {
   auto match = [id](const std::unique_ptr<Sequence>& s) { return s->id == id; };
+  std::unique_ptr<Sequence> seq;
   if (auto it = std::find_if(running_.begin(), running_.end(), match); it != running_.end()) {
-    std::unique_ptr<Sequence> seq = std::move(*it);
+    seq = std::move(*it);
     running_.erase(it);
-    finish(std::move(seq), StopReason::kCancelled);
-    return true;
+  } else if (auto w = std::find_if(waiting_.begin(), waiting_.end(), match); w != waiting_.end()) {
+    seq = std::move(*w);
+    waiting_.erase(w);
+  } else {
+    return false;
   }
-  if (auto it = std::find_if(waiting_.begin(), waiting_.end(), match); it != waiting_.end()) {
-    std::unique_ptr<Sequence> seq = std::move(*it);
-    waiting_.erase(it);
-    finish(std::move(seq), StopReason::kCancelled);
-    return true;
-  }
-  return false;
+  seq->result.error = std::move(error);
+  finish(std::move(seq), reason);
+  return true;
 }
 
 bool Engine::reserve(Sequence& seq, int64_t end) {
@@ -222,7 +226,10 @@ bool Engine::choose(Sequence& seq, std::span<float> logits) {
   seq.tokens.push_back(token);
   if (top_logprobs >= 0) params.on_logprobs(logprobs_);
   std::optional<StopReason> stop;
-  if (params.on_token && !params.on_token(token)) {
+  if (std::string failure = seq.sampler.chain().failure(); !failure.empty()) {
+    stop = StopReason::kError;
+    out.error = std::move(failure);
+  } else if (params.on_token && !params.on_token(token)) {
     stop = StopReason::kCallback;
   } else if (params.stop_on_eos && config_.is_eos(token)) {
     stop = StopReason::kEos;

@@ -99,6 +99,8 @@ class Engine {
   // Ends a queued or running request at once (StopReason::kCancelled), its
   // blocks back in the pool; false when the id is unknown or finished.
   bool cancel(RequestId id);
+  // The same, as StopReason::kError with `error` (a step that failed).
+  bool fail(RequestId id, std::string error);
   // One model run; finished requests are then in take_finished().
   Status step();
   bool idle() const { return running_.empty() && waiting_.empty(); }
@@ -118,6 +120,7 @@ class Engine {
   bool admit(Sequence& seq);
   void publish_full_blocks(Sequence& seq);
   void finish(std::unique_ptr<Sequence> seq, StopReason reason);
+  bool end(RequestId id, StopReason reason, std::string error);
   // Samples `seq`'s next token from `logits`; true when the sequence goes on.
   bool choose(Sequence& seq, std::span<float> logits);
 

@@ -60,6 +60,7 @@ const char* stop_reason_name(StopReason reason) {
     case StopReason::kCallback: return "callback";
     case StopReason::kCancelled: return "cancelled";
     case StopReason::kContextFull: return "context_full";
+    case StopReason::kError: return "error";
   }
   return "unknown";
 }
@@ -277,7 +278,10 @@ Result<std::vector<GenerationResult>> Generator::generate_batch(std::span<const 
     out.tokens.push_back(next[r]);
     history[r].push_back(next[r]);
     out.stats.generated_tokens = static_cast<int64_t>(out.tokens.size());
-    if (params.stop_on_eos && config_.is_eos(next[r])) {
+    if (std::string failure = samplers[r].chain().failure(); !failure.empty()) {
+      out.stop = StopReason::kError;
+      out.error = std::move(failure);
+    } else if (params.stop_on_eos && config_.is_eos(next[r])) {
       out.stop = StopReason::kEos;
     } else if (static_cast<int>(out.tokens.size()) >= params.max_new_tokens) {
       out.stop = StopReason::kMaxNewTokens;
@@ -415,7 +419,10 @@ Result<GenerationResult> Generator::generate(std::span<const int64_t> prompt, co
     const bool chose_draft = row < drafts.size() && token == drafts[row];
     if (chose_draft) ++stats.accepted_drafts;
     std::optional<StopReason> stop;
-    if (params.on_token && !params.on_token(token)) {
+    if (std::string failure = sampler.chain().failure(); !failure.empty()) {
+      stop = StopReason::kError;
+      result.error = std::move(failure);
+    } else if (params.on_token && !params.on_token(token)) {
       stop = StopReason::kCallback;
     } else if (params.stop_on_eos && config_.is_eos(token)) {
       stop = StopReason::kEos;

@@ -76,7 +76,10 @@ Status check_top_logprobs(const GenerationParams& params);
 // random_seed of -1 draws a seed from std::random_device.
 GenerationParams params_from_search(const SearchConfig& search, int64_t prompt_tokens);
 
-enum class StopReason { kEos, kMaxNewTokens, kCallback, kContextFull, kCancelled };
+// kError: a logits processor failed (LogitsProcessor::failure, e.g. a grammar
+// matcher past its step budget) or the engine's step did; the message is in
+// GenerationResult::error.
+enum class StopReason { kEos, kMaxNewTokens, kCallback, kContextFull, kCancelled, kError };
 const char* stop_reason_name(StopReason reason);
 
 struct GenerationStats {
@@ -97,6 +100,7 @@ struct GenerationStats {
 struct GenerationResult {
   std::vector<int64_t> tokens;  // generated, the stopping EOS included
   StopReason stop = StopReason::kMaxNewTokens;
+  std::string error;  // why, when stop is kError
   GenerationStats stats;
   float score = 0;  // beam_search: the hypothesis' log-probability / length^length_penalty
 };

@@ -95,6 +95,9 @@ class LogitsProcessor {
   virtual void accept(int64_t token) {}
   // A new sequence: forget the accepted tokens, reseed.
   virtual void reset() {}
+  // Why this processor can no longer do its job (a grammar matcher that
+  // failed), empty while it can: the sequence then ends with StopReason::kError.
+  virtual std::string failure() { return {}; }
 };
 
 // Repetition (CTRL / Hugging Face: positive logits / r, negative x r), presence

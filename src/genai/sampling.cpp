@@ -50,6 +50,13 @@ void SamplerChain::reset() {
   for (const auto& p : processors_) p->reset();
 }
 
+std::string SamplerChain::failure() {
+  for (const auto& p : processors_) {
+    if (std::string why = p->failure(); !why.empty()) return why;
+  }
+  return {};
+}
+
 std::vector<std::string_view> SamplerChain::names() const {
   std::vector<std::string_view> out;
   for (const auto& p : processors_) out.push_back(p->name());

@@ -45,6 +45,8 @@ class SamplerChain {
   int64_t sample(std::span<float> logits, std::span<const int64_t> history);
   // A new sequence for every processor.
   void reset();
+  // The first processor's failure (LogitsProcessor::failure), empty when none failed.
+  std::string failure();
 
   // The last step's candidate list, most probable first, with the probabilities
   // the draw used; empty when the step never listed them (greedy, or a draw

@@ -19,6 +19,8 @@ const char* finish_reason(genai::StopReason reason) {
       return "length";
     case genai::StopReason::kCancelled:
       return "cancelled";
+    case genai::StopReason::kError:
+      return "error";
   }
   return "stop";
 }
@@ -195,6 +197,7 @@ void EngineWorker::finish(const genai::FinishedRequest& finished) {
   event.text = choice.stream->finish();
   event.logprobs = std::move(choice.logprobs);
   event.finish_reason = finish_reason(finished.result.stop);
+  event.error = finished.result.error;
   if (finished.result.stop == genai::StopReason::kCallback && !choice.stream->stopped()) {
     event.finish_reason = "cancelled";  // the callback refused the token because the job was cancelled
   }
@@ -251,7 +254,7 @@ void EngineWorker::loop() {
     Status step = engine_->idle() ? Status::ok() : engine_->step();
     if (!step.is_ok()) {
       fmt::print(stderr, "ember serve: engine step failed: {}\n", step.to_string());
-      for (auto& [id, entry] : running_) engine_->cancel(id);
+      for (auto& [id, entry] : running_) engine_->fail(id, "the engine's step failed: " + step.to_string());
     }
     for (const genai::FinishedRequest& f : engine_->take_finished()) finish(f);
     {

@@ -31,7 +31,10 @@ struct ChoiceEvent {
   std::string text;  // newly settled text (may be empty while a stop string could be forming)
   std::vector<genai::TokenLogprobs> logprobs;  // per token since the previous event, when the job asked for them
   bool finished = false;
-  std::string finish_reason;  // when finished: "stop" (EOS or a stop string), "length" or "cancelled"
+  // When finished: "stop" (EOS or a stop string), "length", "cancelled" or
+  // "error" (a constraint or the engine's step failed; why is in `error`).
+  std::string finish_reason;
+  std::string error;
 };
 
 struct JobSpec {

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "base/buffer.h"
+#include "failing_processor.h"
 #include "genai/engine.h"
 #include "greedy_reference.h"
 
@@ -302,7 +303,8 @@ TEST(Engine, OversizedAndBadRequestsAreRefused) {
 void* failing_allocate(size_t, size_t) { return nullptr; }
 
 // The memory a step needs cannot be had (the allocator fails, as at the
-// memory limit): step() says so, the server's loop cancels what runs, and
+// memory limit): step() says so, the server's loop fails what runs with that
+// error (Engine::fail), and
 // the engine serves the next requests as before, every block given back.
 TEST(Engine, AFailedAllocationFailsTheStepAndTheEngineServesOn) {
   const std::string dir = fixtures::make_test_fixture(spec("qwen2", "int4"));
@@ -319,16 +321,41 @@ TEST(Engine, AFailedAllocationFailsTheStepAndTheEngineServesOn) {
   set_allocate_hook(nullptr);
   ASSERT_FALSE(failed.is_ok()) << "the first step allocates its activations";
   EXPECT_NE(failed.message().find("out of memory"), std::string::npos) << failed.to_string();
-  EXPECT_TRUE(e->cancel(a));
+  EXPECT_TRUE(e->fail(a, failed.message()));
   EXPECT_TRUE(e->cancel(b));
-  auto cancelled = drain(*e);
-  EXPECT_EQ(cancelled[a].result.stop, StopReason::kCancelled);
-  EXPECT_EQ(cancelled[b].result.stop, StopReason::kCancelled);
+  EXPECT_FALSE(e->fail(a, "again")) << "a finished request";
+  auto ended = drain(*e);
+  EXPECT_EQ(ended[a].result.stop, StopReason::kError);
+  EXPECT_EQ(ended[a].result.error, failed.message());
+  EXPECT_EQ(ended[b].result.stop, StopReason::kCancelled);
+  EXPECT_EQ(ended[b].result.error, "");
   expect_pool_empty(*e);
   const auto next = greedy(fixtures::prompt_tokens(40, vocab, 3), 8);
   const RequestId c = *e->add(next);
   auto done = drain(*e);
   EXPECT_EQ(done[c].result.tokens, run_alone(dir, {next}).front());
+  expect_pool_empty(*e);
+}
+
+// A request whose logits processor fails (a grammar matcher past its budget)
+// ends at that token with its error; the request beside it is untouched.
+TEST(Engine, AFailedLogitsProcessorEndsItsRequestWithItsError) {
+  const std::string dir = fixtures::make_test_fixture(spec("qwen2", "int4"));
+  auto e = load(dir);
+  ASSERT_TRUE(e);
+  const int vocab = e->config().vocab_size;
+  EngineRequest failing = greedy(fixtures::prompt_tokens(12, vocab, 1), 8);
+  const std::vector<int64_t> plain = run_alone(dir, {failing}).front();
+  failing.params.make_constraint = test::fails_after(3);
+  const EngineRequest other = greedy(fixtures::prompt_tokens(9, vocab, 2), 8);
+  const RequestId a = *e->add(failing);
+  const RequestId b = *e->add(other);
+  auto done = drain(*e);
+  EXPECT_EQ(done[a].result.stop, StopReason::kError);
+  EXPECT_EQ(done[a].result.error, test::FailsAfter::message(3));
+  EXPECT_EQ(done[a].result.tokens, std::vector<int64_t>(plain.begin(), plain.begin() + 3));
+  EXPECT_EQ(done[b].result.stop, StopReason::kMaxNewTokens);
+  EXPECT_EQ(done[b].result.tokens, run_alone(dir, {other}).front());
   expect_pool_empty(*e);
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/buffer.h"
 #include "genai/engine.h"
 #include "genai/tokenizer.h"
 #include "greedy_reference.h"
@@ -25,6 +26,7 @@ using fixtures::DecoderFixtureSpec;
 struct Outcome {
   std::vector<std::string> text;  // per choice
   std::vector<std::string> finish_reason;
+  std::vector<std::string> error;
   int64_t completion_tokens = 0;
   bool operator==(const Outcome&) const = default;
 };
@@ -34,6 +36,7 @@ Outcome collect(Job& job, int cancel_after = 0) {
   Outcome out;
   out.text.resize(static_cast<size_t>(job.n()));
   out.finish_reason.resize(static_cast<size_t>(job.n()));
+  out.error.resize(static_cast<size_t>(job.n()));
   std::vector<ChoiceEvent> events;
   int seen = 0;
   while (!job.done()) {
@@ -41,7 +44,10 @@ Outcome collect(Job& job, int cancel_after = 0) {
     if (!job.wait(events, std::chrono::milliseconds(100))) continue;
     for (ChoiceEvent& e : events) {
       out.text[static_cast<size_t>(e.choice)] += e.text;
-      if (e.finished) out.finish_reason[static_cast<size_t>(e.choice)] = e.finish_reason;
+      if (e.finished) {
+        out.finish_reason[static_cast<size_t>(e.choice)] = e.finish_reason;
+        out.error[static_cast<size_t>(e.choice)] = e.error;
+      }
       if (++seen == cancel_after) job.cancel();
     }
   }
@@ -162,6 +168,41 @@ TEST(EngineWorker, ConcurrentJobsEqualJobsAloneAndCancelledOnesEnd) {
   EXPECT_EQ(stats.running, 0);
   EXPECT_EQ(stats.waiting, 0);
   EXPECT_EQ(stats.pool.referenced_blocks, 0);
+}
+
+void* failing_allocate(size_t, size_t) { return nullptr; }
+
+// A step that fails (every allocation does, as at the memory limit) ends each
+// running choice with finish reason "error" and the step's message; once
+// allocations work again the worker serves the next job as before.
+TEST(EngineWorker, AFailedStepEndsItsChoicesWithTheError) {
+  Fixture f;
+  auto worker = f.worker();
+  ASSERT_TRUE(worker);
+  const int vocab = worker->engine().config().vocab_size;
+  JobSpec spec;
+  spec.prompt = fixtures::prompt_tokens(20, vocab, 1);
+  spec.params.max_new_tokens = 150;
+  spec.n = 2;
+  set_allocate_hook(failing_allocate);
+  auto failing = worker->submit(spec);
+  ASSERT_TRUE(failing.is_ok()) << failing.status().to_string();
+  const Outcome failed = collect(**failing);
+  set_allocate_hook(nullptr);
+  for (size_t c = 0; c < 2; ++c) {
+    EXPECT_EQ(failed.finish_reason[c], "error") << "choice " << c;
+    EXPECT_NE(failed.error[c].find("the engine's step failed"), std::string::npos) << failed.error[c];
+    EXPECT_NE(failed.error[c].find("out of memory"), std::string::npos) << failed.error[c];
+  }
+  spec.params.max_new_tokens = 6;
+  auto next = worker->submit(spec);
+  ASSERT_TRUE(next.is_ok()) << next.status().to_string();
+  const Outcome served = collect(**next);
+  for (size_t c = 0; c < 2; ++c) {
+    EXPECT_EQ(served.finish_reason[c], "length") << "choice " << c;
+    EXPECT_EQ(served.error[c], "") << "choice " << c;
+  }
+  EXPECT_EQ(served.completion_tokens, 12);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decoder_fixture.h"
+#include "failing_processor.h"
 #include "genai/generator.h"
 #include "greedy_reference.h"
 
@@ -273,6 +274,38 @@ TEST(Generation, StopsOnEosAndCallback) {
   EXPECT_EQ(cut->stop, genai::StopReason::kCallback);
   EXPECT_EQ(streamed, std::vector<int64_t>(plain->tokens.begin(), plain->tokens.begin() + 5));
   EXPECT_EQ(cut->tokens, streamed);
+}
+
+// A logits processor that fails (a grammar matcher past its budget) ends the
+// sequence at that token with its error, in generate() and in each row of
+// generate_batch().
+TEST(Generation, AFailedLogitsProcessorEndsTheSequenceWithItsError) {
+  const std::string dir = make_test_fixture(spec("qwen2", "int4"));
+  genai::GeneratorOptions options;
+  options.max_length = 128;
+  options.max_batch = 2;
+  auto g = load_generator(dir, options);
+  ASSERT_TRUE(g);
+  const int vocab = g->config().vocab_size;
+  const std::vector<std::vector<int64_t>> prompts = {prompt_tokens(12, vocab, 0), prompt_tokens(7, vocab, 3)};
+  auto plain = g->generate_batch(prompts, greedy(8));
+  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+  genai::GenerationParams p = greedy(8);
+  p.make_constraint = test::fails_after(3);
+  auto failed = g->generate(prompts[0], p);
+  ASSERT_TRUE(failed.is_ok()) << failed.status().to_string();
+  EXPECT_EQ(failed->stop, genai::StopReason::kError);
+  EXPECT_EQ(failed->error, test::FailsAfter::message(3));
+  const std::vector<int64_t>& first = (*plain)[0].tokens;
+  EXPECT_EQ(failed->tokens, std::vector<int64_t>(first.begin(), first.begin() + 3));
+  auto rows = g->generate_batch(prompts, p);
+  ASSERT_TRUE(rows.is_ok()) << rows.status().to_string();
+  for (size_t r = 0; r < prompts.size(); ++r) {
+    const std::vector<int64_t>& tokens = (*plain)[r].tokens;
+    EXPECT_EQ((*rows)[r].stop, genai::StopReason::kError) << "row " << r;
+    EXPECT_EQ((*rows)[r].error, test::FailsAfter::message(3)) << "row " << r;
+    EXPECT_EQ((*rows)[r].tokens, std::vector<int64_t>(tokens.begin(), tokens.begin() + 3)) << "row " << r;
+  }
 }
 
 TEST(Generation, ContextLimits) {

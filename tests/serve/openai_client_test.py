@@ -358,6 +358,38 @@ def check_response_format(ctx):
                      "response_format json_schema without json_schema")
 
 
+def check_constraint_failure(ctx):
+    """A constraint that fails mid-generation, here a JSON Schema pattern whose forced text takes a matcher step past
+    its CPU budget (kMatcherStepBudget, src/genai/constraint.h), ends its choice with finish_reason "error" and
+    OpenAI's error object naming the budget: the response's "error" member (its 200 went out with the first
+    heartbeat), and in a stream an error event, which the openai client raises as an APIError."""
+    fmt = {"type": "json_schema",
+           "json_schema": {"name": "runaway", "schema": {"type": "string", "pattern": "^(a{1000}b{1000}){100000}$"}}}
+    for path, extra in (("/v1/chat/completions", {"messages": [{"role": "user", "content": PROMPT}]}),
+                        ("/v1/completions", {"prompt": PROMPT})):
+        body = {"model": ctx.model, "max_tokens": 8, "response_format": fmt, **extra}
+        r = httpx.post(ctx.url + path, json=body, timeout=REQUEST_TIMEOUT)
+        expect(r.status_code == 200, f"{path}: status {r.status_code}: {r.text[:300]}")
+        doc = r.json()
+        expect(doc["choices"][0]["finish_reason"] == "error", f"{path}: finish_reason {doc['choices'][0]}")
+        err = doc.get("error") or {}
+        expect(err.get("type") == "server_error" and err.get("code") == "generation_failed",
+               f"{path}: error member {err}")
+        expect("ms of CPU time" in err.get("message", ""), f"{path}: the error does not name the budget: {err}")
+    for what, start in (("chat", lambda: ctx.chat(stream=True, max_tokens=8, response_format=fmt)),
+                        ("completion", lambda: ctx.completion(prompt=PROMPT, stream=True, max_tokens=8,
+                                                              extra_body={"response_format": fmt}))):
+        try:
+            for _ in start():
+                pass
+        except openai.APIError as e:
+            expect("ms of CPU time" in e.message, f"{what} stream: APIError {e.message!r} does not name the budget")
+        else:
+            raise AssertionError(f"{what} stream: a failed constraint raised no APIError in the client")
+    ok = ctx.chat(max_tokens=4, seed=1)
+    expect(ok.choices[0].finish_reason in ("stop", "length"), f"the next request: {ok.choices[0].finish_reason!r}")
+
+
 def check_batched_equals_sequential(ctx):
     """Continuous batching must not change a seeded request's text."""
     def one(seed):
@@ -800,7 +832,7 @@ def main():
         ctx.auth.wait_ready(60)
         cases = [check_loading, check_chat_shape, check_chat_cached_tokens, check_chat_stream, check_chat_stream_raw,
                  check_seeds, check_n2, check_stop, check_max_tokens_1, check_logprobs, check_tools,
-                 check_response_format, check_batched_equals_sequential,
+                 check_response_format, check_constraint_failure, check_batched_equals_sequential,
                  check_completion_text, check_completion_ids, check_completion_echo, check_completion_stream,
                  check_matches_ember_generate, check_listen_backlog, check_models, check_metrics, check_tokenize,
                  check_malformed_json, check_unknown_model, check_bad_temperature, check_prompt_too_long,

@@ -101,7 +101,7 @@ Walk random_walk(const Constraint& constraint, uint64_t seed, int max_steps, boo
     w.text += q.tokenizer.token_bytes(static_cast<int32_t>(token));
   }
   w.complete = mask->complete();
-  w.error = mask->error();
+  w.error = mask->failure();
   return w;
 }
 
@@ -213,7 +213,7 @@ TEST(Constraint, AFailedMatcherAllowsOnlyEos) {
   const int32_t z = qwen().tokenizer.token_to_id("z");
   ASSERT_GE(z, 0);
   mask->accept(z);
-  EXPECT_NE(mask->error(), "");
+  EXPECT_NE(mask->failure(), "");
   EXPECT_FALSE(mask->complete());
   std::vector<float> logits(static_cast<size_t>(qwen().model_vocab), 1.0f);
   std::vector<TokenData> list;
@@ -234,7 +234,7 @@ TEST(Constraint, EosBeforeTheEndIsAnError) {
   ASSERT_TRUE(c);
   std::unique_ptr<GrammarMask> mask = c->make_mask();
   mask->accept(qwen().eos[1]);
-  EXPECT_NE(mask->error().find("before the document was complete"), std::string::npos) << mask->error();
+  EXPECT_NE(mask->failure().find("before the document was complete"), std::string::npos) << mask->failure();
 }
 
 // Each constraint forces a long text, which llguidance's fast-forward pushes a
@@ -257,7 +257,7 @@ TEST(Constraint, AStepPastItsBudgetIsStoppedWithAnError) {
       SamplingStep s(logits, {}, list);
       mask->apply(s);
       const std::string budget = "used more than " + std::to_string(kMatcherStepBudget.count()) + " ms of CPU time";
-      EXPECT_NE(mask->error().find(budget), std::string::npos) << text << ": " << mask->error();
+      EXPECT_NE(mask->failure().find(budget), std::string::npos) << text << ": " << mask->failure();
       EXPECT_FALSE(mask->complete());
       for (size_t i = 0; i < logits.size(); ++i) {
         if (logits[i] != -INFINITY) {
