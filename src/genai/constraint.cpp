@@ -478,6 +478,7 @@ std::string GrammarMask::step_error(const char* fallback) {
 void GrammarMask::fail(std::string message) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (error_.empty()) error_ = std::move(message);
+  failure_ = error_;
 }
 
 void GrammarMask::apply(SamplingStep& step) {
@@ -489,20 +490,20 @@ void GrammarMask::apply(SamplingStep& step) {
 
 void GrammarMask::mask_logits(SamplingStep& step) {
   wait_mask();
-  bool stale, failed;
+  bool stale;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stale = stale_;
-    failed = !error_.empty();
+    failure_ = error_;
   }
-  if (stale && !failed) {
+  if (stale && failure_.empty()) {
     compute_mask();
     std::lock_guard<std::mutex> lock(mutex_);
-    failed = !error_.empty();
+    failure_ = error_;
   }
   std::span<float> logits = step.mutable_logits();
   const size_t n = logits.size();
-  if (failed) {
+  if (!failure_.empty()) {
     // Only EOS: the sequence ends and its caller reads failure().
     std::fill(logits.begin(), logits.end(), -INFINITY);
     for (int64_t eos : vocabulary_->eos_ids()) {
@@ -539,15 +540,17 @@ void GrammarMask::accept(int64_t token) {
   wait_mask();
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    failure_ = error_;
     if (!error_.empty() || eos_taken_) return;
   }
   if (vocabulary_->is_eos(token)) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (llg_matcher_is_accepting(matcher_)) {
-      eos_taken_ = true;
-    } else if (error_.empty()) {
-      error_ = fmt::format("EOS (token {}) came before the document was complete", token);
+    bool accepting;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      accepting = llg_matcher_is_accepting(matcher_);
+      eos_taken_ = accepting;
     }
+    if (!accepting) fail(fmt::format("EOS (token {}) came before the document was complete", token));
     return;
   }
   if (token < 0 || token >= vocabulary_->model_vocab()) {
@@ -583,9 +586,6 @@ bool GrammarMask::complete() {
   return eos_taken_ || llg_matcher_is_accepting(matcher_);
 }
 
-std::string GrammarMask::failure() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return error_;
-}
+std::string GrammarMask::failure() { return failure_; }
 
 }  // namespace ember::genai

@@ -135,8 +135,10 @@ class GrammarMask final : public LogitsProcessor {
 
   // The text so far is a complete document (EOS may follow, or was taken).
   bool complete();
-  // Why the matcher failed; empty while it has not. Does not wait for a mask
-  // being computed on the worker: a failure there shows at the next apply().
+  // Why the matcher failed, as of the last apply() or accept(); empty while it
+  // has not. A mask the worker computes for the next step and fails shows at
+  // the next apply(), so which token a sequence fails at does not depend on
+  // the worker's timing.
   std::string failure() override;
   // Masks computed and the time spent computing them (on whichever thread),
   // and the time apply() took: the mask's cost on the decode loop's path
@@ -172,6 +174,7 @@ class GrammarMask final : public LogitsProcessor {
   bool stale_ = true;    // mask_ is not the current state's
   bool eos_taken_ = false;
   std::string error_;
+  std::string failure_;  // error_ as the sequence's thread last saw it (apply, accept, reset): failure()
   int64_t masks_ = 0;
   double mask_seconds_ = 0;
   int64_t applied_ = 0;

@@ -214,6 +214,11 @@ bool Engine::choose(Sequence& seq, std::span<float> logits) {
   const GenerationParams& params = seq.params;
   const int top_logprobs = params.on_logprobs ? params.top_logprobs : -1;
   const int64_t token = sample_with_logprobs(seq.sampler, logits, seq.tokens, top_logprobs, logprobs_);
+  if (std::string failure = seq.sampler.chain().failure(); !failure.empty()) {
+    out.stop = StopReason::kError;  // before the token the failure came with, as in Generator::generate
+    out.error = std::move(failure);
+    return false;
+  }
   const Clock::time_point now = Clock::now();
   if (out.tokens.empty()) {
     out.stats.first_token_s = std::chrono::duration<double>(now - seq.arrival).count();
@@ -226,10 +231,7 @@ bool Engine::choose(Sequence& seq, std::span<float> logits) {
   seq.tokens.push_back(token);
   if (top_logprobs >= 0) params.on_logprobs(logprobs_);
   std::optional<StopReason> stop;
-  if (std::string failure = seq.sampler.chain().failure(); !failure.empty()) {
-    stop = StopReason::kError;
-    out.error = std::move(failure);
-  } else if (params.on_token && !params.on_token(token)) {
+  if (params.on_token && !params.on_token(token)) {
     stop = StopReason::kCallback;
   } else if (params.stop_on_eos && config_.is_eos(token)) {
     stop = StopReason::kEos;

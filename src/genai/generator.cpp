@@ -275,13 +275,15 @@ Result<std::vector<GenerationResult>> Generator::generate_batch(std::span<const 
   auto choose = [&](size_t r, std::span<float> logits) {
     GenerationResult& out = results[r];
     next[r] = samplers[r].sample(logits, history[r]);
+    if (std::string failure = samplers[r].chain().failure(); !failure.empty()) {
+      out.stop = StopReason::kError;  // before the token the failure came with, as in generate()
+      out.error = std::move(failure);
+      return false;
+    }
     out.tokens.push_back(next[r]);
     history[r].push_back(next[r]);
     out.stats.generated_tokens = static_cast<int64_t>(out.tokens.size());
-    if (std::string failure = samplers[r].chain().failure(); !failure.empty()) {
-      out.stop = StopReason::kError;
-      out.error = std::move(failure);
-    } else if (params.stop_on_eos && config_.is_eos(next[r])) {
+    if (params.stop_on_eos && config_.is_eos(next[r])) {
       out.stop = StopReason::kEos;
     } else if (static_cast<int>(out.tokens.size()) >= params.max_new_tokens) {
       out.stop = StopReason::kMaxNewTokens;
@@ -407,6 +409,14 @@ Result<GenerationResult> Generator::generate(std::span<const int64_t> prompt, co
   auto verified = static_cast<int64_t>(tokens_.size());
   while (true) {
     const int64_t token = sample_with_logprobs(sampler, logits(static_cast<int64_t>(row)), history, top_logprobs, logprobs);
+    if (std::string failure = sampler.chain().failure(); !failure.empty()) {
+      // The token the failure came with (a forced EOS, or one the matcher
+      // refused) is not output: the sequence ends before it.
+      EMBER_RETURN_IF_ERROR(truncate(verified));
+      result.stop = StopReason::kError;
+      result.error = std::move(failure);
+      break;
+    }
     result.tokens.push_back(token);
     history.push_back(token);
     if (result.tokens.size() == 1) {
@@ -419,10 +429,7 @@ Result<GenerationResult> Generator::generate(std::span<const int64_t> prompt, co
     const bool chose_draft = row < drafts.size() && token == drafts[row];
     if (chose_draft) ++stats.accepted_drafts;
     std::optional<StopReason> stop;
-    if (std::string failure = sampler.chain().failure(); !failure.empty()) {
-      stop = StopReason::kError;
-      result.error = std::move(failure);
-    } else if (params.on_token && !params.on_token(token)) {
+    if (params.on_token && !params.on_token(token)) {
       stop = StopReason::kCallback;
     } else if (params.stop_on_eos && config_.is_eos(token)) {
       stop = StopReason::kEos;

@@ -72,9 +72,9 @@ Result<size_t> normalize_axis(int64_t axis, size_t rank);
 Result<DimExpr> broadcast_dim(const DimExpr& a, const DimExpr& b);
 Result<SymShape> broadcast_shapes(const SymShape& a, const SymShape& b);
 DimExpr product(const SymShape& dims, size_t begin, size_t end);
-// `rank` unknown dims, as a shape tensor of that length gives; a rank below 0
-// or past kMaxRank is an error.
-Result<SymShape> unknown_dims(int64_t rank);
+// `rank` unknown dims, as the shape tensor `input` of that length gives; a
+// rank below 0 or past kMaxRank is an error naming the input.
+Result<SymShape> unknown_dims(int64_t rank, size_t input);
 std::optional<std::vector<DimExpr>> contents_of(const Tensor& t);
 inline std::optional<SymShape> opt_shape(const SymShape* s) { return s ? std::optional<SymShape>(*s) : std::nullopt; }
 // Sets output `i` (ignored when the node has no such output).

@@ -376,7 +376,7 @@ Status affine_grid(OpContext& ctx) {
     out->push_back(DimExpr::constant(static_cast<int64_t>(size->size()) - 2));
   } else if (size_shape && size_shape->size() == 1) {
     if (auto n = (*size_shape)[0].as_constant(); n && *n >= 3) {
-      EMBER_ASSIGN_OR_RETURN(out, unknown_dims(*n));
+      EMBER_ASSIGN_OR_RETURN(out, unknown_dims(*n, 1));
       out->back() = DimExpr::constant(*n - 2);
     }
   }

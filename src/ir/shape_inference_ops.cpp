@@ -48,9 +48,9 @@ Result<SymShape> broadcast_shapes(const SymShape& a, const SymShape& b) {
   return out;
 }
 
-Result<SymShape> unknown_dims(int64_t rank) {
+Result<SymShape> unknown_dims(int64_t rank, size_t input) {
   if (rank < 0 || rank > static_cast<int64_t>(kMaxRank)) {
-    return invalid_model("a shape of rank {} is past the {} dims a tensor may have", rank, kMaxRank);
+    return invalid_model("input {} (a shape) has {} elements: a tensor has at most {} dims", input, rank, kMaxRank);
   }
   return SymShape(static_cast<size_t>(rank));
 }
@@ -269,7 +269,7 @@ Result<std::optional<SymShape>> shape_from_input(const OpContext& ctx, size_t i)
   const SymShape* s = ctx.shape(i);
   if (s && s->size() == 1) {
     if (auto n = (*s)[0].as_constant()) {
-      EMBER_ASSIGN_OR_RETURN(SymShape dims, unknown_dims(*n));
+      EMBER_ASSIGN_OR_RETURN(SymShape dims, unknown_dims(*n, i));
       return std::optional<SymShape>(std::move(dims));
     }
   }

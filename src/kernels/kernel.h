@@ -82,6 +82,19 @@ class OpKernel {
   virtual ~OpKernel() = default;
   virtual Status infer(KernelContext& ctx) const = 0;
   virtual Status run(KernelContext& ctx) const = 0;
+  // infer(), then every output's rank held to kMaxRank: a shape read from data
+  // (Reshape's shape input, say) past it is an error, views included. What
+  // the runtime calls.
+  Status infer_outputs(KernelContext& ctx) const {
+    EMBER_RETURN_IF_ERROR(infer(ctx));
+    for (size_t i = 0; i < ctx.num_outputs(); ++i) {
+      if (ctx.has_output(i) && ctx.output(i).shape().size() > kMaxRank) {
+        return invalid_argument("output {} would have rank {}, past the {} dims a tensor may have", i,
+                                ctx.output(i).shape().size(), kMaxRank);
+      }
+    }
+    return Status::ok();
+  }
 
   // Output 0 may be written into the buffer of input `k` (same byte size,
   // elementwise-safe), or -1.

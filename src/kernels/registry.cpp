@@ -106,7 +106,7 @@ Result<std::vector<Tensor>> evaluate(const OpKernel& kernel, std::span<const Ten
   std::vector<Tensor*> out_ptrs(num_outputs);
   for (size_t i = 0; i < num_outputs; ++i) out_ptrs[i] = &outputs[i];
   KernelContext ctx(inputs, out_ptrs);
-  EMBER_RETURN_IF_ERROR(kernel.infer(ctx));
+  EMBER_RETURN_IF_ERROR(kernel.infer_outputs(ctx));
   if (kernel.is_view()) {
     Tensor view(outputs[0].dtype(), outputs[0].shape(), const_cast<void*>(inputs[0]->data()));
     outputs[0] = Tensor::allocate(view.dtype(), view.shape());

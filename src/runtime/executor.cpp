@@ -314,7 +314,7 @@ Status Executor::run_dynamic_step(const Plan& plan, const Step& step, RunState& 
     EMBER_ASSIGN_OR_RETURN(k, kernel(step.node, dtypes));
   }
   kernels::KernelContext ctx(ins, outs);
-  Status st = k->infer(ctx);
+  Status st = k->infer_outputs(ctx);
   if (!st.is_ok()) return st.with_context(node.label() + ": ");
   if (k->is_view()) {
     outs[0]->set_data(const_cast<void*>(ins[0]->data()));

@@ -88,7 +88,7 @@ Status Planner::walk_nodes() {
     }
     if (!dynamic) {
       kernels::KernelContext ctx(inputs, output_ptrs);
-      Status st = kernel->infer(ctx);
+      Status st = kernel->infer_outputs(ctx);
       if (kernels::is_needs_value(st)) {
         dynamic = true;
       } else if (!st.is_ok()) {

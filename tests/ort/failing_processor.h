@@ -1,8 +1,9 @@
 #pragma once
-// A logits processor that fails once the sequence has taken `after` tokens,
-// as a grammar matcher past its step budget does: the generation loops must
-// end the sequence with StopReason::kError and its message. It leaves the
-// logits alone, so the tokens before the failure are the plain run's.
+// A logits processor that fails on the token after the first `after`, as a
+// grammar matcher past its step budget does: the generation loops must end
+// the sequence there with StopReason::kError and its message, that token
+// left out. It leaves the logits alone, so the `after` tokens kept are the
+// plain run's.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -18,7 +19,7 @@ class FailsAfter final : public genai::LogitsProcessor {
   std::string_view name() const override { return "fails_after"; }
   void apply(genai::SamplingStep&) override {}
   void accept(int64_t) override { ++taken_; }
-  std::string failure() override { return taken_ >= after_ ? message(after_) : std::string(); }
+  std::string failure() override { return taken_ > after_ ? message(after_) : std::string(); }
   static std::string message(int after) { return "failed after " + std::to_string(after) + " tokens"; }
 
  private:
