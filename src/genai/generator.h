@@ -98,7 +98,7 @@ struct GenerationStats {
 };
 
 struct GenerationResult {
-  std::vector<int64_t> tokens;  // generated, the stopping EOS included
+  std::vector<int64_t> tokens;  // generated, the stopping EOS included (kError: not the token it failed at)
   StopReason stop = StopReason::kMaxNewTokens;
   std::string error;  // why, when stop is kError
   GenerationStats stats;
