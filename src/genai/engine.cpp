@@ -214,11 +214,7 @@ bool Engine::choose(Sequence& seq, std::span<float> logits) {
   const GenerationParams& params = seq.params;
   const int top_logprobs = params.on_logprobs ? params.top_logprobs : -1;
   const int64_t token = sample_with_logprobs(seq.sampler, logits, seq.tokens, top_logprobs, logprobs_);
-  if (std::string failure = seq.sampler.chain().failure(); !failure.empty()) {
-    out.stop = StopReason::kError;  // before the token the failure came with, as in Generator::generate
-    out.error = std::move(failure);
-    return false;
-  }
+  if (ends_on_failure(seq.sampler.chain(), out)) return false;
   const Clock::time_point now = Clock::now();
   if (out.tokens.empty()) {
     out.stats.first_token_s = std::chrono::duration<double>(now - seq.arrival).count();

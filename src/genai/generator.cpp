@@ -65,6 +65,14 @@ const char* stop_reason_name(StopReason reason) {
   return "unknown";
 }
 
+bool ends_on_failure(SamplerChain& chain, GenerationResult& out) {
+  std::string failure = chain.failure();
+  if (failure.empty()) return false;
+  out.stop = StopReason::kError;
+  out.error = std::move(failure);
+  return true;
+}
+
 double GenerationStats::prefill_tokens_per_s() const {
   return prefill_s > 0 ? static_cast<double>(prompt_tokens - reused_tokens) / prefill_s : 0.0;
 }
@@ -275,11 +283,7 @@ Result<std::vector<GenerationResult>> Generator::generate_batch(std::span<const 
   auto choose = [&](size_t r, std::span<float> logits) {
     GenerationResult& out = results[r];
     next[r] = samplers[r].sample(logits, history[r]);
-    if (std::string failure = samplers[r].chain().failure(); !failure.empty()) {
-      out.stop = StopReason::kError;  // before the token the failure came with, as in generate()
-      out.error = std::move(failure);
-      return false;
-    }
+    if (ends_on_failure(samplers[r].chain(), out)) return false;
     out.tokens.push_back(next[r]);
     history[r].push_back(next[r]);
     out.stats.generated_tokens = static_cast<int64_t>(out.tokens.size());
@@ -409,12 +413,8 @@ Result<GenerationResult> Generator::generate(std::span<const int64_t> prompt, co
   auto verified = static_cast<int64_t>(tokens_.size());
   while (true) {
     const int64_t token = sample_with_logprobs(sampler, logits(static_cast<int64_t>(row)), history, top_logprobs, logprobs);
-    if (std::string failure = sampler.chain().failure(); !failure.empty()) {
-      // The token the failure came with (a forced EOS, or one the matcher
-      // refused) is not output: the sequence ends before it.
+    if (ends_on_failure(sampler.chain(), result)) {
       EMBER_RETURN_IF_ERROR(truncate(verified));
-      result.stop = StopReason::kError;
-      result.error = std::move(failure);
       break;
     }
     result.tokens.push_back(token);

@@ -105,6 +105,12 @@ struct GenerationResult {
   float score = 0;  // beam_search: the hypothesis' log-probability / length^length_penalty
 };
 
+// After a token was sampled: when a processor of `chain` failed, the sequence
+// ends before that token (a forced EOS, or one the matcher refused), `out`
+// gets StopReason::kError and the failure, and this is true. The generation
+// loops (generate, generate_batch, Engine) call it first.
+bool ends_on_failure(SamplerChain& chain, GenerationResult& out);
+
 class Generator {
  public:
   // `model_dir` as load_model_folder reads it: genai_config.json, or an optimum / transformers.js export.
